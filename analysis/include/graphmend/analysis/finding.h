@@ -1,0 +1,66 @@
+// What a rule reports: the finding, its rule's metadata, and (once transforms/ has looked) its fix.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "graphmend/analysis/text.h"
+
+namespace graphmend {
+
+// One entry of torch/_dynamo/graph_break_registry.json (snapshot generated at build time).
+struct RegistryEntry {
+  std::string_view id;  // "GB0170"
+  std::string_view gb_type;
+  std::string_view context;
+  std::string_view explanation;
+  std::vector<std::string_view> hints;
+};
+const RegistryEntry* find_registry_entry(std::string_view id);
+std::string registry_url(std::string_view id);  // Dynamo's page for the id
+
+// Static metadata of a rule: the single source for messages, `graphmend rule`, and docs/rules/.
+struct RuleInfo {
+  std::string_view code;        // "GM101"
+  std::string_view name;        // "tensor-if"
+  std::string_view family;      // "data-dependent control flow"
+  std::string_view summary;     // one line
+  std::string_view explanation; // why Dynamo breaks here (Markdown)
+  std::string_view registry_id; // Dynamo graph-break id it predicts, e.g. "GB0170"
+  std::string_view fix_summary; // what the fix does, or why there is none
+  std::string_view example_bad;
+  std::string_view example_good;
+  bool fixable = false;         // some findings of this rule may carry a fix
+};
+const std::vector<const RuleInfo*>& all_rules();
+const RuleInfo* find_rule(std::string_view code);
+std::string rule_url(const RuleInfo& rule);
+
+enum class Applicability { Safe, Unsafe, DisplayOnly };
+std::string_view to_string(Applicability applicability);
+
+struct Fix {
+  std::string title;
+  Applicability applicability = Applicability::Safe;
+  std::vector<TextEdit> edits;
+};
+
+struct RelatedLocation {
+  ByteRange range;
+  std::string message;
+};
+
+struct Finding {
+  const RuleInfo* rule = nullptr;
+  ByteRange range;
+  std::string message;
+  // The compiled entry that reaches this code, the loop that makes Dynamo skip the frame, ...
+  std::vector<RelatedLocation> related;
+  bool in_loop = false;
+  std::optional<Fix> fix;       // filled by transforms/
+  std::string no_fix_reason;    // why `fix` is empty, in plain words
+};
+
+}  // namespace graphmend

@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# Idempotent setup: Debian packages, the pinned tree-sitter Python grammar, and .venv with torch.
+# A second run checks stamps and does nothing.
+set -euo pipefail
+root="$(cd "$(dirname "$0")/.." && pwd)"
+cd "$root"
+
+GRAMMAR_VERSION=0.23.6
+# sha512 integrity of tree-sitter-python@0.23.6 as published on the npm registry.
+TORCH_VERSION=2.13.0
+
+need_pkgs=(libtree-sitter-dev nlohmann-json3-dev libasio-dev libspdlog-dev doctest-dev libtomlplusplus-dev pkg-config)
+missing=()
+for p in "${need_pkgs[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  echo "setup: installing Debian packages: ${missing[*]}"
+  SUDO=""; [ "$(id -u)" = 0 ] || SUDO=sudo
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+
+cache="$root/.cache/tree-sitter-python-$GRAMMAR_VERSION"
+if [ ! -f "$cache/src/parser.c" ]; then
+  echo "setup: fetching tree-sitter-python@$GRAMMAR_VERSION with npm pack"
+  tmp="$(mktemp -d)"
+  (cd "$tmp" && npm pack --silent "tree-sitter-python@$GRAMMAR_VERSION" >/dev/null)
+  tgz="$tmp/tree-sitter-python-$GRAMMAR_VERSION.tgz"
+  want="$(cat "$root/scripts/tree-sitter-python.sha512")"
+  got="$(openssl dgst -sha512 -binary "$tgz" | openssl base64 -A)"
+  if [ "sha512-$got" != "$want" ]; then
+    echo "setup: checksum mismatch for tree-sitter-python@$GRAMMAR_VERSION (got sha512-$got)" >&2
+    exit 2
+  fi
+  mkdir -p "$cache"
+  tar -xzf "$tgz" -C "$cache" --strip-components=1 package/src package/LICENSE package/package.json
+  rm -rf "$tmp"
+fi
+
+if [ ! -x "$root/.venv/bin/python" ] || ! "$root/.venv/bin/python" -c "import torch, pytest" 2>/dev/null; then
+  echo "setup: creating .venv with torch==$TORCH_VERSION"
+  python3 -m venv "$root/.venv"
+  "$root/.venv/bin/pip" install -q --disable-pip-version-check "torch==$TORCH_VERSION" "pytest==8.3.4" "ruff==0.8.4"
+fi

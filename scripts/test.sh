@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# Every test: C++ unit and transcript tests (ctest), then the Python suites (oracle, validator, bench
+# harness, editor end-to-end) under pytest with the project's .venv, then the VS Code client's tests.
+set -euo pipefail
+root="$(cd "$(dirname "$0")/.." && pwd)"
+build="${1:-$root/build}"
+cd "$root"
+export GRAPHMEND_BIN="$build/graphmend"
+export HF_HUB_OFFLINE=1
+
+echo "== ctest"
+ctest --test-dir "$build" --output-on-failure -j "$(nproc)"
+
+echo "== pytest"
+"$root/.venv/bin/python" -m pytest -q -p no:cacheprovider tests
+
+if [ -f "$root/clients/vscode/package.json" ]; then
+  echo "== vscode client"
+  (cd "$root/clients/vscode" && { [ -d node_modules ] || npm ci --no-audit --no-fund --silent; } && npm test --silent)
+fi
