@@ -1,0 +1,31 @@
+// What the extension hands vscode-languageclient, apart from the parts that need `vscode` itself.
+// Pure, so the integration test starts the server exactly as the extension does.
+import type { Found } from './discovery';
+import { serverArgs } from './server';
+import type { Settings } from './settings';
+
+export const CLIENT_ID = 'graphmend';
+export const CLIENT_NAME = 'graphmend';
+export const OUTPUT_CHANNEL = 'graphmend';
+
+/** Python files on disk and unsaved Python buffers. */
+export const DOCUMENT_SELECTOR = [
+  { scheme: 'file', language: 'python' },
+  { scheme: 'untitled', language: 'python' },
+];
+
+/** Files whose change the server must hear about (configuration lives in [tool.graphmend]). */
+export const WATCHED_FILES = '**/pyproject.toml';
+
+export interface ServerProcess {
+  command: string;
+  args: string[];
+  /** Working directory: the first workspace folder, so relative paths in args mean what users expect. */
+  cwd?: string;
+}
+
+export function serverProcess(found: Found, settings: Settings, workspaceFolders: string[]): ServerProcess {
+  const proc: ServerProcess = { command: found.command, args: serverArgs(settings) };
+  if (workspaceFolders.length > 0) proc.cwd = workspaceFolders[0];
+  return proc;
+}

@@ -1,0 +1,45 @@
+// A stand-in for the `vscode` module, for code that must load vscode-languageclient (or the bundled
+// extension) outside VS Code. Every property is a callable, constructible object; `version` is the
+// lowest VS Code the extension declares. Nothing here downloads or starts VS Code.
+import Module from 'node:module';
+
+import { manifest } from './paths';
+
+type AnyFn = ((...args: unknown[]) => unknown) & Record<PropertyKey, unknown>;
+
+function stub(name: string): AnyFn {
+  const target = function () {} as unknown as AnyFn;
+  return new Proxy(target, {
+    get(t, prop) {
+      if (prop === 'then') return undefined; // not a thenable
+      if (prop === Symbol.toPrimitive) return () => name;
+      if (prop === 'prototype') return t.prototype;
+      if (!(prop in t)) t[prop] = stub(`${name}.${String(prop)}`);
+      return t[prop];
+    },
+    apply: () => stub(`${name}()`),
+    construct: () => stub(`new ${name}`),
+  }) as AnyFn;
+}
+
+export const VSCODE_VERSION = manifest.engines.vscode.replace(/^[\^~>=]+/, '');
+
+let installed = false;
+
+/** Makes `require('vscode')` return the stand-in. */
+export function installVscodeShim(): void {
+  if (installed) return;
+  installed = true;
+  const vscode = stub('vscode');
+  Object.defineProperty(vscode, 'version', { value: VSCODE_VERSION });
+  Object.defineProperty(vscode, 'env', { value: { appName: 'Visual Studio Code', language: 'en' } });
+  const mod = Module as unknown as {
+    _resolveFilename: (request: string, ...rest: unknown[]) => string;
+    };
+  const resolve = mod._resolveFilename;
+  mod._resolveFilename = function (request: string, ...rest: unknown[]) {
+    if (request === 'vscode') return 'vscode';
+    return resolve.call(this, request, ...rest);
+  };
+  require.cache['vscode'] = { id: 'vscode', filename: 'vscode', loaded: true, exports: vscode } as unknown as NodeJS.Module;
+}
