@@ -1,0 +1,289 @@
+"""JSON-RPC 2.0 over stdio with LSP framing (`Content-Length: N\\r\\n\\r\\n` + UTF-8 JSON body).
+
+Requests: `initialize` (handshake: torch version, CUDA, device name, python), `validate`, `shutdown`.
+Notifications from the client: `$/cancelRequest` {id}, `exit`. To the client: `$/progress`
+{token, value: {kind: begin|report|end, message, percentage}} while a validation runs.
+
+Error codes: -32700 parse error, -32600 invalid request, -32601 unknown method, -32602 bad params
+(including a bad target string), -32002 not initialized, -32001 environment (torch missing or too
+old, CUDA requested but absent), -32800 request cancelled, -32603 internal error.
+"""
+
+import json
+import os
+import subprocess
+import sys
+import threading
+import traceback
+
+from graphmend_validator import PROTOCOL_VERSION, __version__
+from graphmend_validator.validate import VALIDATOR_ROOT, Cancelled, ValidateError, Validation
+
+PARSE_ERROR = -32700
+INVALID_REQUEST = -32600
+METHOD_NOT_FOUND = -32601
+INVALID_PARAMS = -32602
+INTERNAL_ERROR = -32603
+ENVIRONMENT_ERROR = -32001
+NOT_INITIALIZED = -32002
+REQUEST_CANCELLED = -32800
+
+
+class FramingError(Exception):
+    pass
+
+
+def read_message(stream):
+    """Reads one framed message body (bytes). Returns None at end of input; FramingError on bad headers."""
+    length = None
+    saw_header = False
+    while True:
+        line = stream.readline()
+        if not line:
+            if saw_header:
+                raise FramingError("end of input inside a message header")
+            return None
+        saw_header = True
+        stripped = line.rstrip(b"\r\n")
+        if not stripped:
+            break
+        name, sep, value = stripped.partition(b":")
+        if not sep:
+            raise FramingError(f"malformed header line {stripped[:80]!r}")
+        if name.strip().lower() == b"content-length":
+            try:
+                length = int(value.strip())
+            except ValueError:
+                raise FramingError(f"bad Content-Length {value.strip()[:40]!r}") from None
+            if length < 0:
+                raise FramingError("negative Content-Length")
+    if length is None:
+        raise FramingError("message without Content-Length header")
+    body = stream.read(length)
+    if len(body) < length:
+        raise FramingError("end of input inside a message body")
+    return body
+
+
+def _finite(obj):
+    if isinstance(obj, float) and (obj != obj or obj in (float("inf"), float("-inf"))):
+        return None
+    if isinstance(obj, dict):
+        return {k: _finite(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_finite(v) for v in obj]
+    return obj
+
+
+def encode_message(obj):
+    """Frames one message. JSON has no NaN or infinity: such numbers go out as null."""
+    try:
+        text = json.dumps(obj, separators=(",", ":"), allow_nan=False)
+    except ValueError:
+        text = json.dumps(_finite(obj), separators=(",", ":"), allow_nan=False)
+    body = text.encode("utf-8")
+    return b"Content-Length: " + str(len(body)).encode("ascii") + b"\r\n\r\n" + body
+
+
+def probe_interpreter(python, timeout=180):
+    """Runs graphmend_validator.probe in a fresh interpreter; returns its dict (with "error" on failure)."""
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([VALIDATOR_ROOT] + ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else []))
+    try:
+        done = subprocess.run(
+            [python, "-m", "graphmend_validator.probe"],
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            env=env,
+            timeout=timeout,
+            start_new_session=True,
+        )
+    except subprocess.TimeoutExpired:
+        return {"error": {"kind": "probe_timeout", "message": f"importing torch in {python} took more than {timeout} s"}}
+    except OSError as exc:
+        return {"error": {"kind": "python_missing", "message": f"cannot run {python}: {exc}"}}
+    lines = done.stdout.decode("utf-8", errors="replace").strip().splitlines()
+    try:
+        return json.loads(lines[-1])
+    except (IndexError, ValueError):
+        stderr = done.stderr.decode("utf-8", errors="replace").strip()
+        return {"error": {"kind": "probe_failed", "message": f"probing torch in {python} failed (status {done.returncode}): {stderr[-500:]}"}}
+
+
+class Server:
+    def __init__(self, reader, writer, python=None):
+        self.reader = reader
+        self.writer = writer
+        self.python = python or sys.executable
+        self.write_lock = threading.Lock()
+        self.state_lock = threading.Lock()
+        self.probe = None
+        self.running = {}  # request id (as JSON text) -> (thread, cancel event)
+        self.shutdown_requested = False
+
+    # -- output ---------------------------------------------------------------------------------
+
+    def send(self, obj):
+        data = encode_message(obj)
+        with self.write_lock:
+            try:
+                self.writer.write(data)
+                self.writer.flush()
+            except (BrokenPipeError, OSError, ValueError):
+                pass
+
+    def respond(self, msg_id, result):
+        self.send({"jsonrpc": "2.0", "id": msg_id, "result": result})
+
+    def error(self, msg_id, code, message, data=None):
+        err = {"code": code, "message": message}
+        if data is not None:
+            err["data"] = data
+        self.send({"jsonrpc": "2.0", "id": msg_id, "error": err})
+
+    def notify(self, method, params):
+        self.send({"jsonrpc": "2.0", "method": method, "params": params})
+
+    # -- input ----------------------------------------------------------------------------------
+
+    def serve(self):
+        exit_code = 0
+        while True:
+            try:
+                body = read_message(self.reader)
+            except FramingError as exc:
+                self.error(None, PARSE_ERROR, f"framing error: {exc}")
+                continue
+            if body is None:
+                exit_code = 0 if self.shutdown_requested else 1
+                break
+            try:
+                msg = json.loads(body.decode("utf-8"))
+            except (UnicodeDecodeError, ValueError) as exc:
+                self.error(None, PARSE_ERROR, f"parse error: {exc}")
+                continue
+            if self.dispatch(msg) == "exit":
+                exit_code = 0 if self.shutdown_requested else 1
+                break
+        self.cancel_all()
+        return exit_code
+
+    def dispatch(self, msg):
+        if not isinstance(msg, dict) or msg.get("jsonrpc") != "2.0":
+            self.error(msg.get("id") if isinstance(msg, dict) else None, INVALID_REQUEST, "not a JSON-RPC 2.0 message object")
+            return None
+        method = msg.get("method")
+        if method is None:
+            return None  # a response to something we never asked: ignore
+        has_id = "id" in msg
+        msg_id = msg.get("id")
+        if not isinstance(method, str) or (has_id and not (msg_id is None or isinstance(msg_id, (int, str)))):
+            self.error(msg_id if isinstance(msg_id, (int, str)) else None, INVALID_REQUEST, "invalid request")
+            return None
+        params = msg.get("params", {})
+        if not has_id:
+            return self.on_notification(method, params)
+        try:
+            if method == "initialize":
+                self.on_initialize(msg_id, params)
+            elif method == "validate":
+                self.on_validate(msg_id, params)
+            elif method == "shutdown":
+                self.shutdown_requested = True
+                self.respond(msg_id, None)
+            else:
+                self.error(msg_id, METHOD_NOT_FOUND, f"unknown method {method!r}")
+        except Exception as exc:  # a bug here must not kill the server
+            self.error(msg_id, INTERNAL_ERROR, f"internal error: {type(exc).__name__}: {exc}", {"traceback": traceback.format_exc()[-4000:]})
+        return None
+
+    def on_notification(self, method, params):
+        if method == "exit":
+            return "exit"
+        if method == "$/cancelRequest" and isinstance(params, dict):
+            key = json.dumps(params.get("id"))
+            with self.state_lock:
+                entry = self.running.get(key)
+            if entry:
+                entry[1].set()
+        return None
+
+    def on_initialize(self, msg_id, params):
+        python = self.python
+        if isinstance(params, dict) and isinstance(params.get("python"), str):
+            python = params["python"]
+        probe = probe_interpreter(python)
+        if probe.get("error"):
+            err = probe["error"]
+            self.error(msg_id, ENVIRONMENT_ERROR, err["message"], {"kind": err["kind"], "python": python,
+                                                                   "python_version": probe.get("python_version"),
+                                                                   "torch_version": probe.get("torch_version")})
+            return
+        self.python = python
+        self.probe = probe
+        self.respond(msg_id, {
+            "torch_version": probe["torch_version"],
+            "cuda_available": probe["cuda_available"],
+            "device_name": probe["device_name"],
+            "cpu_model": probe.get("cpu_model"),
+            "cuda_version": probe.get("cuda_version"),
+            "python": probe["python"],
+            "python_version": probe["python_version"],
+            "validator_version": __version__,
+            "protocol_version": PROTOCOL_VERSION,
+            "methods": ["initialize", "validate", "shutdown"],
+        })
+
+    def on_validate(self, msg_id, params):
+        if self.probe is None:
+            self.error(msg_id, NOT_INITIALIZED, "send initialize first (the handshake checks torch)")
+            return
+        cancel = threading.Event()
+        token = params.get("workDoneToken", msg_id) if isinstance(params, dict) else msg_id
+
+        def progress(message, percentage):
+            self.notify("$/progress", {"token": token, "value": {"kind": "report", "message": message, "percentage": percentage}})
+
+        try:
+            validation = Validation(params, self.probe, cancel=cancel, progress=progress, python=self.python)
+        except ValidateError as exc:
+            self.error(msg_id, exc.code, str(exc), {"kind": exc.kind})
+            return
+        key = json.dumps(msg_id)
+
+        def work():
+            self.notify("$/progress", {"token": token, "value": {"kind": "begin", "title": "graphmend validate", "percentage": 0}})
+            try:
+                result = validation.run()
+            except Cancelled:
+                self.error(msg_id, REQUEST_CANCELLED, "validation cancelled; its processes were killed")
+            except Exception as exc:
+                self.error(msg_id, INTERNAL_ERROR, f"internal error: {type(exc).__name__}: {exc}", {"traceback": traceback.format_exc()[-4000:]})
+            else:
+                self.respond(msg_id, result)
+            finally:
+                self.notify("$/progress", {"token": token, "value": {"kind": "end"}})
+                with self.state_lock:
+                    self.running.pop(key, None)
+
+        thread = threading.Thread(target=work, name=f"validate-{msg_id}", daemon=True)
+        with self.state_lock:
+            self.running[key] = (thread, cancel)
+        thread.start()
+
+    def cancel_all(self):
+        with self.state_lock:
+            entries = list(self.running.values())
+        for _, cancel in entries:
+            cancel.set()
+        for thread, _ in entries:
+            thread.join(timeout=10)
+
+
+def main(argv):
+    if argv and argv[0] in ("--version", "-V"):
+        print(__version__)
+        return 0
+    writer = sys.stdout.buffer
+    sys.stdout = sys.stderr  # nothing but framed messages may reach the client's pipe
+    return Server(sys.stdin.buffer, writer).serve()
