@@ -1,0 +1,63 @@
+"""Running headless Neovim with clients/nvim on 'runtimepath' and reading back what a Lua script found."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import tempfile
+from pathlib import Path
+
+from conftest import NVIM_PLUGIN
+
+# Prepended to every script: the plugin on 'runtimepath', filetype detection, a result table, and
+# finish() that writes it as JSON and quits (also when the script fails).
+PRELUDE = r"""
+vim.opt.runtimepath:prepend(%(plugin)s)
+vim.opt.swapfile = false
+vim.cmd('filetype on')
+RESULT = { errors = {} }
+OUT = %(out)s
+function finish()
+  vim.fn.writefile({ vim.fn.json_encode(RESULT) }, OUT)
+  vim.cmd('qa!')
+end
+"""
+
+RUNNER = r"""
+local ok, err = xpcall(function() dofile(%(script)s) end, debug.traceback)
+if not ok then table.insert(RESULT.errors, tostring(err)) end
+finish()
+"""
+
+
+def lua_string(value: str | Path) -> str:
+    return json.dumps(str(value))  # a JSON string literal is a valid Lua string literal here
+
+
+def run_nvim(nvim: str, script: str, *, files: list[Path] = (), cwd: Path | None = None,
+             env: dict[str, str] | None = None, timeout: float = 90) -> dict:
+    """Runs `script` (Lua) in `nvim --headless` after opening `files`; returns RESULT."""
+    with tempfile.TemporaryDirectory(prefix="gm-nvim-") as tmp:
+        tmpdir = Path(tmp)
+        out = tmpdir / "result.json"
+        init = tmpdir / "minimal_init.lua"
+        body = tmpdir / "script.lua"
+        init.write_text(PRELUDE % {"plugin": lua_string(NVIM_PLUGIN), "out": lua_string(out)})
+        body.write_text(script)
+        runner = tmpdir / "runner.lua"
+        runner.write_text(RUNNER % {"script": lua_string(body)})
+        full_env = dict(os.environ)
+        # Keep the user's config, data and state out of the test.
+        for var, sub in (("XDG_CONFIG_HOME", "config"), ("XDG_DATA_HOME", "data"), ("XDG_STATE_HOME", "state"),
+                         ("XDG_CACHE_HOME", "cache")):
+            full_env[var] = str(tmpdir / sub)
+        full_env.update(env or {})
+        cmd = [nvim, "--headless", "-n", "-i", "NONE", "-u", str(init), *map(str, files),
+               "-c", f"luafile {runner}"]
+        proc = subprocess.run(cmd, cwd=cwd, env=full_env, capture_output=True, text=True, timeout=timeout)
+        if not out.exists():
+            raise AssertionError(
+                f"nvim wrote no result (exit {proc.returncode})\nstdout:\n{proc.stdout}\nstderr:\n{proc.stderr}")
+        result = json.loads(out.read_text())
+        result["_stderr"] = proc.stderr
+        return result
