@@ -7,7 +7,7 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-from conftest import NVIM_PLUGIN
+from clients_env import NVIM_PLUGIN
 
 # Prepended to every script: the plugin on 'runtimepath', filetype detection, a result table, and
 # finish() that writes it as JSON and quits (also when the script fails).

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from conftest import NVIM_PLUGIN, nvim_binaries, nvim_version
+from clients_env import NVIM_PLUGIN, nvim_binaries, nvim_version
 from nvim_harness import run_nvim
 
 NVIMS = nvim_binaries()
