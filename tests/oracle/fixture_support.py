@@ -1,0 +1,254 @@
+"""Shared helpers for the oracle tests: fixture discovery, `# expect:` markers, loading, comparison."""
+from __future__ import annotations
+
+import contextlib
+import importlib.util
+import io
+import logging
+import os
+import re
+import subprocess
+import sys
+import tokenize
+import warnings
+from pathlib import Path
+from typing import Any
+
+import torch
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+FIXTURE_DIR = REPO_ROOT / "tests" / "fixtures" / "rules"
+MARKER_RE = re.compile(r"#\s*expect:\s*(GM\d{3}(?:\s*,\s*GM\d{3})*)\s*$")
+SEEDS = (0, 1, 2)
+
+
+def fixture_paths() -> list[Path]:
+    return sorted(p for p in FIXTURE_DIR.glob("*.py") if not p.name.startswith("_"))
+
+
+def fixture_ids() -> list[str]:
+    return [p.stem for p in fixture_paths()]
+
+
+def markers(path: Path) -> set[tuple[int, str]]:
+    """(row, code) for every `# expect: GMxxx[, GMyyy]` comment (comments only, never strings)."""
+    found: set[tuple[int, str]] = set()
+    with open(path, "rb") as f:
+        for tok in tokenize.tokenize(f.readline):
+            if tok.type != tokenize.COMMENT:
+                continue
+            m = MARKER_RE.search(tok.string)
+            if m:
+                for code in m.group(1).split(","):
+                    found.add((tok.start[0], code.strip()))
+            elif "expect:" in tok.string:
+                raise ValueError(f"{path}:{tok.start[0]}: malformed marker {tok.string!r}")
+    return found
+
+
+def marker_rows(path: Path) -> set[int]:
+    return {row for row, _ in markers(path)}
+
+
+def declared_breaks_after_fix(path: Path) -> int | None:
+    value = getattr(load_fixture(path, fresh=False), "EXPECTED_BREAKS_AFTER_FIX", None)
+    if value is not None and not isinstance(value, int):
+        raise TypeError(f"{path}: EXPECTED_BREAKS_AFTER_FIX must be an int")
+    return value
+
+
+_counter = 0
+
+
+def load_fixture(path: Path, *, fresh: bool = True):
+    """Import a fixture file as a module under a unique name (fresh=True: a new module object)."""
+    global _counter
+    _counter += 1
+    name = f"graphmend_fixture_{Path(path).stem}_{_counter}"
+    spec = importlib.util.spec_from_file_location(name, str(path))
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module  # dataclasses/pickling inside fixtures need the module registered
+    spec.loader.exec_module(module)
+    if not hasattr(module, "example"):
+        raise AttributeError(f"{path}: fixture lacks `def example():`")
+    return module
+
+
+def build_example(module, seed: int):
+    torch.manual_seed(seed)
+    fn, args = module.example()
+    if not isinstance(args, tuple):
+        raise TypeError(f"{module.__file__}: example() must return (callable, tuple_of_args)")
+    return fn, args
+
+
+def graphmend_bin() -> Path:
+    value = os.environ.get("GRAPHMEND_BIN", "build/graphmend")
+    path = Path(value)
+    if not path.is_absolute():
+        path = REPO_ROOT / path
+    return path
+
+
+def require_graphmend() -> Path:
+    path = graphmend_bin()
+    if not (path.is_file() and os.access(path, os.X_OK)):
+        raise AssertionError(
+            f"graphmend binary not found or not executable at {path} "
+            "(build it with `make build`, or set GRAPHMEND_BIN)")
+    return path
+
+
+def run_graphmend(*args: str, timeout: float = 60) -> subprocess.CompletedProcess:
+    exe = require_graphmend()
+    return subprocess.run([str(exe), *args], capture_output=True, text=True, timeout=timeout,
+                          cwd=REPO_ROOT)
+
+
+# ---------------------------------------------------------------- running and comparing
+
+
+class _ListHandler(logging.Handler):
+    def __init__(self, sink: list):
+        super().__init__(level=logging.NOTSET)
+        self.sink = sink
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.sink.append(("log", record.levelname, record.getMessage()))
+
+
+@contextlib.contextmanager
+def transcript():
+    """Record stdout, stderr, log records (every logger) and warnings, in one ordered list."""
+    events: list = []
+
+    class _Stream(io.TextIOBase):
+        def __init__(self, tag):
+            self.tag = tag
+
+        def write(self, s):
+            if s:
+                events.append((self.tag, s))
+            return len(s)
+
+    handler = _ListHandler(events)
+    root = logging.getLogger()
+    old_level = root.level
+    root.addHandler(handler)
+    root.setLevel(logging.NOTSET)
+    # transformers' loggers do not propagate to the root logger by default; attach to them too
+    extra = [logging.getLogger(n) for n in list(logging.root.manager.loggerDict)
+             if isinstance(logging.root.manager.loggerDict[n], logging.Logger)
+             and not logging.getLogger(n).propagate]
+    for lg in extra:
+        lg.addHandler(handler)
+    with warnings.catch_warnings(record=True) as caught, \
+            contextlib.redirect_stdout(_Stream("stdout")), contextlib.redirect_stderr(_Stream("stderr")):
+        warnings.simplefilter("always")
+        try:
+            yield events
+        finally:
+            for w in caught:
+                if "torch/_dynamo" in w.filename.replace(os.sep, "/") or w.category is FutureWarning:
+                    continue
+                events.append(("warning", w.category.__name__, str(w.message)))
+    root.removeHandler(handler)
+    root.setLevel(old_level)
+    for lg in extra:
+        lg.removeHandler(handler)
+
+
+def call(fn, args) -> tuple[str, Any, list]:
+    """('ok', output, transcript) or ('raise', (type name, message), transcript)."""
+    with transcript() as events:
+        try:
+            out = fn(*args)
+            result = ("ok", out)
+        except Exception as exc:  # noqa: BLE001 - comparing exceptions is the point
+            result = ("raise", (type(exc).__name__, str(exc)))
+    return result[0], result[1], _normalise_transcript(events)
+
+
+def _normalise_transcript(events: list) -> list:
+    # merge adjacent writes to the same stream so print's separate writes compare as lines
+    merged: list = []
+    for ev in events:
+        if merged and ev[0] in ("stdout", "stderr") and merged[-1][0] == ev[0]:
+            merged[-1] = (ev[0], merged[-1][1] + ev[1])
+        else:
+            merged.append(ev)
+    return merged
+
+
+def assert_same_output(a: Any, b: Any, where: str = "output") -> None:
+    if isinstance(a, torch.Tensor) or isinstance(b, torch.Tensor):
+        assert isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor), f"{where}: tensor vs {type(b)}"
+        assert a.shape == b.shape, f"{where}: shape {tuple(a.shape)} != {tuple(b.shape)}"
+        assert a.dtype == b.dtype, f"{where}: dtype {a.dtype} != {b.dtype}"
+        torch.testing.assert_close(a.detach(), b.detach(), rtol=0, atol=0, equal_nan=True,
+                                   msg=lambda m: f"{where}: {m}")
+        return
+    if isinstance(a, (list, tuple)):
+        assert type(a) is type(b) and len(a) == len(b), f"{where}: {type(a)}[{len(a)}] vs {b!r}"
+        for i, (x, y) in enumerate(zip(a, b)):
+            assert_same_output(x, y, f"{where}[{i}]")
+        return
+    if isinstance(a, dict):
+        assert isinstance(b, dict) and a.keys() == b.keys(), f"{where}: dict keys differ"
+        for k in a:
+            assert_same_output(a[k], b[k], f"{where}[{k!r}]")
+        return
+    if hasattr(a, "__dict__") and not isinstance(a, type) and type(a).__module__ != "builtins":
+        assert type(a).__name__ == type(b).__name__, f"{where}: {type(a)} vs {type(b)}"
+        assert_same_output(vars(a), vars(b), where)
+        return
+    if isinstance(a, float) and isinstance(b, float) and a != a and b != b:
+        return
+    assert a == b, f"{where}: {a!r} != {b!r}"
+
+
+# ---------------------------------------------------------------- Dynamo ground truth, cached per run
+
+# gb registry ids each rule may legitimately correspond to in torch 2.13 (docs/dynamo-facts.md)
+EXPECTED_GB_IDS = {
+    "GM101": {"GB0170", "GB0124", "GB0033"},
+    "GM102": {"GB0170"},
+    "GM103": {"GB0170"},
+    "GM104": {"GB0170", "GB0033"},
+    "GM201": {"GB0059"},
+    "GM202": {"GB0291", "GB4841"},
+    "GM203": {"GB0291"},
+    "GM204": {"GB0007"},
+    "GM301": {"GB0170"},
+    "GM302": {"GB0170"},
+    "GM401": {"GB0124"},
+    "GM402": {"GB0109", "GB0033"},
+    "GM403": {"GB0124"},
+    "GM404": {"GB0033"},
+    "GM501": {"GB0036"},
+    "GM502": {"GB0036"},
+    "GM503": {"GB0036"},
+    "GM504": {"GB0036"},
+    "GM505": {"GB0036"},
+    "GM601": {"GB4198", "GB0264"},
+    "GM602": {"GB0007"},
+    "GM603": {"GB0206", "GB8985"},
+    "GM604": {"GB0264"},
+    "GM605": {"GB8977"},
+    "GM606": {"GB0098"},
+}
+
+_DYNAMO_CACHE: dict[str, Any] = {}
+
+
+def dynamo_report(path: Path, seed: int = 0):
+    """Dynamo's breaks for the original fixture's example() (cached: fixtures are read-only)."""
+    from dynamo_breaks import find_breaks
+
+    key = f"{Path(path).resolve()}::{seed}"
+    if key not in _DYNAMO_CACHE:
+        module = load_fixture(path)
+        fn, args = build_example(module, seed)
+        with transcript():
+            _DYNAMO_CACHE[key] = find_breaks(fn, args, str(path))
+    return _DYNAMO_CACHE[key]
