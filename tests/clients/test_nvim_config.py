@@ -32,7 +32,7 @@ def test_lsp_config_defaults(nvim):
     assert r["filetypes"] == ["python"]
     # The same JSON as the VS Code extension's defaults (clients/vscode/src/settings.ts serverSettings).
     import json
-    assert json.loads(r["init"]) == {"run": "onType", "fixAll": True, "validate": {"enable": True},
+    assert json.loads(r["init"]) == {"run": "onType", "fixAll": True, "unsafeFixes": False, "validate": {"enable": True},
                                      "validator": {}, "logLevel": "info"}
     assert r["same"] and r["before_init_same"]
 
@@ -42,7 +42,7 @@ def test_lsp_config_options(nvim):
       local c = require('graphmend.config')
       local cfg = c.lsp_config({
         path = '/opt/gm/graphmend', args = { 'server', '--log-file', '/tmp/gm.log' },
-        settings = { select = { 'gm1' }, ignore = { 'GM105' }, run = 'onSave', fixAll = false,
+        settings = { select = { 'gm1' }, ignore = { 'GM105' }, scope = 'all', run = 'onSave', fixAll = false, unsafeFixes = true,
                      validate = { enable = false }, validator = { python = '/venv/bin/python' }, logLevel = 'debug' },
       })
       RESULT.cmd = cfg.cmd
@@ -51,15 +51,19 @@ def test_lsp_config_options(nvim):
       RESULT.bad_run = err
       ok, err = c.resolve({ settings = { select = { 'E501' } } })
       RESULT.bad_code = err
+      ok, err = c.resolve({ settings = { scope = 'everything' } })
+      RESULT.bad_scope = err
       RESULT.cmd_override = c.lsp_config({ cmd = { 'x', 'y' } }).cmd
     """)
     assert r["errors"] == []
     assert r["cmd"] == ["/opt/gm/graphmend", "server", "--log-file", "/tmp/gm.log"]
-    assert r["init"] == {"select": ["GM1"], "ignore": ["GM105"], "run": "onSave", "fixAll": False,
+    assert r["init"] == {"select": ["GM1"], "ignore": ["GM105"], "scope": "all", "run": "onSave", "fixAll": False,
+                         "unsafeFixes": True,
                          "validate": {"enable": False}, "validator": {"python": "/venv/bin/python"},
                          "logLevel": "debug"}
     assert "onType" in r["bad_run"]
     assert '"E501"' in r["bad_code"]
+    assert "compiled" in r["bad_scope"]
     assert r["cmd_override"] == ["x", "y"]
 
 

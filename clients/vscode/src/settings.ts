@@ -4,10 +4,12 @@
 export type RunMode = 'onType' | 'onSave';
 export type LogLevel = 'error' | 'warn' | 'info' | 'debug' | 'trace';
 export type TraceLevel = 'off' | 'messages' | 'verbose';
+export type Scope = 'compiled' | 'all';
 
 export const RUN_MODES: readonly RunMode[] = ['onType', 'onSave'];
 export const LOG_LEVELS: readonly LogLevel[] = ['error', 'warn', 'info', 'debug', 'trace'];
 export const TRACE_LEVELS: readonly TraceLevel[] = ['off', 'messages', 'verbose'];
+export const SCOPES: readonly Scope[] = ['compiled', 'all'];
 
 /** Every `graphmend.*` setting, normalized. */
 export interface Settings {
@@ -16,8 +18,11 @@ export interface Settings {
   validatorPython: string | null;
   select: string[];
   ignore: string[];
+  /** null: pyproject.toml's scope, else "compiled". */
+  scope: Scope | null;
   run: RunMode;
   fixAll: boolean;
+  unsafeFixes: boolean;
   validateEnable: boolean;
   logLevel: LogLevel;
   traceServer: TraceLevel;
@@ -29,8 +34,10 @@ export const DEFAULT_SETTINGS: Readonly<Settings> = Object.freeze({
   validatorPython: null,
   select: [],
   ignore: [],
+  scope: null,
   run: 'onType',
   fixAll: true,
+  unsafeFixes: false,
   validateEnable: true,
   logLevel: 'info',
   traceServer: 'off',
@@ -43,8 +50,10 @@ export const SETTING_KEYS = [
   'validator.python',
   'select',
   'ignore',
+  'scope',
   'run',
   'fixAll',
+  'unsafeFixes',
   'validate.enable',
   'logLevel',
   'trace.server',
@@ -124,8 +133,10 @@ export function readSettings(get: SettingGetter): SettingsResult {
     validatorPython: nonEmptyString(get('validator.python')),
     select: codeList('select', get('select'), warnings),
     ignore: codeList('ignore', get('ignore'), warnings),
+    scope: get('scope') === null || get('scope') === undefined ? null : oneOf('scope', get('scope'), SCOPES, 'compiled', warnings),
     run: oneOf('run', get('run'), RUN_MODES, d.run, warnings),
     fixAll: bool('fixAll', get('fixAll'), d.fixAll, warnings),
+    unsafeFixes: bool('unsafeFixes', get('unsafeFixes'), d.unsafeFixes, warnings),
     validateEnable: bool('validate.enable', get('validate.enable'), d.validateEnable, warnings),
     logLevel: oneOf('logLevel', get('logLevel'), LOG_LEVELS, d.logLevel, warnings),
     traceServer: oneOf('trace.server', get('trace.server'), TRACE_LEVELS, d.traceServer, warnings),
@@ -137,13 +148,15 @@ export function readSettings(get: SettingGetter): SettingsResult {
  * What the server receives, both as `initializationOptions` and as the answer to
  * `workspace/configuration` for section "graphmend": the `graphmend.*` settings the server acts on,
  * in the same nesting as VS Code's settings (so generic clients write the same keys).
- * `select`/`ignore` are left out when empty, so that pyproject.toml's [tool.graphmend] applies.
+ * `select`/`ignore`/`scope` are left out when unset, so that pyproject.toml's [tool.graphmend] applies.
  */
 export interface ServerSettings {
   select?: string[];
   ignore?: string[];
+  scope?: Scope;
   run: RunMode;
   fixAll: boolean;
+  unsafeFixes: boolean;
   validate: { enable: boolean };
   validator: { python?: string };
   logLevel: LogLevel;
@@ -158,12 +171,14 @@ export function serverSettings(settings: Settings, env: Environment): ServerSett
   const out: ServerSettings = {
     run: settings.run,
     fixAll: settings.fixAll,
+    unsafeFixes: settings.unsafeFixes,
     validate: { enable: settings.validateEnable && env.trusted },
     validator: {},
     logLevel: settings.logLevel,
   };
   if (settings.select.length > 0) out.select = [...settings.select];
   if (settings.ignore.length > 0) out.ignore = [...settings.ignore];
+  if (settings.scope !== null) out.scope = settings.scope;
   if (settings.validatorPython !== null) out.validator.python = settings.validatorPython;
   return out;
 }

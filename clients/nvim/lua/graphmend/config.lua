@@ -19,8 +19,10 @@ M.defaults = {
   settings = {
     select = nil, -- { 'GM1', 'GM201' }; nil: pyproject.toml's [tool.graphmend], else every rule
     ignore = nil,
+    scope = nil, -- 'compiled' or 'all'; nil: pyproject.toml's, else 'compiled'
     run = 'onType', -- or 'onSave'
     fixAll = true,
+    unsafeFixes = false,
     validate = { enable = true },
     validator = { python = nil },
     logLevel = 'info',
@@ -68,6 +70,9 @@ function M.resolve(opts)
   local o = M.merge(M.defaults, opts or {})
   local s = o.settings
   if not run_modes[s.run] then return nil, 'graphmend: settings.run must be "onType" or "onSave"' end
+  if s.scope ~= nil and s.scope ~= 'compiled' and s.scope ~= 'all' then
+    return nil, 'graphmend: settings.scope must be "compiled" or "all"'
+  end
   if not log_levels[s.logLevel] then
     return nil, 'graphmend: settings.logLevel must be one of error, warn, info, debug, trace'
   end
@@ -101,12 +106,14 @@ function M.server_settings(o)
   local out = {
     run = s.run,
     fixAll = s.fixAll,
+    unsafeFixes = s.unsafeFixes == true,
     validate = { enable = s.validate.enable ~= false },
     validator = vim.empty_dict(),
     logLevel = s.logLevel,
   }
   if s.select and #s.select > 0 then out.select = vim.tbl_map(string.upper, s.select) end
   if s.ignore and #s.ignore > 0 then out.ignore = vim.tbl_map(string.upper, s.ignore) end
+  if s.scope then out.scope = s.scope end
   if s.validator and s.validator.python then out.validator = { python = vim.fn.expand(s.validator.python) } end
   return out
 end

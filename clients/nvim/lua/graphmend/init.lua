@@ -185,6 +185,13 @@ function M.setup(opts)
       -- vim.lsp.enable attaches on FileType; re-trigger it for buffers already open.
       pcall(vim.api.nvim_exec_autocmds, 'FileType', { group = 'nvim.lsp.enable', buffer = bufnr })
     end
+    -- Buffers opened before setup() (vim.lsp.enable attaches them itself only after VimEnter).
+    for _, bufnr in ipairs(vim.api.nvim_list_bufs()) do
+      if vim.api.nvim_buf_is_loaded(bufnr) and vim.tbl_contains(o.filetypes, vim.bo[bufnr].filetype)
+        and #M.clients(bufnr) == 0 then
+        M._attach(bufnr)
+      end
+    end
   else
     M._attach = function(bufnr) start_legacy(lsp_config, o, bufnr) end
     vim.api.nvim_create_autocmd('FileType', {

@@ -177,6 +177,7 @@ describe(`graphmend server (${serverBinary()}) as the VS Code extension drives i
       assert.deepEqual(initialize.initializationOptions, {
         run: 'onType',
         fixAll: true,
+        unsafeFixes: false,
         validate: { enable: true },
         validator: {},
         logLevel: 'info',
@@ -296,6 +297,7 @@ describe(`graphmend server (${serverBinary()}) as the VS Code extension drives i
             select: ['GM'],
             run: 'onSave',
             fixAll: true,
+            unsafeFixes: false,
             validate: { enable: true },
             validator: { python: '/usr/bin/python3' },
             logLevel: 'info',

@@ -10,6 +10,7 @@ import {
   LOG_LEVELS,
   RESTRICTED_KEYS,
   RUN_MODES,
+  SCOPES,
   SETTING_KEYS,
   SettingKey,
   TRACE_LEVELS,
@@ -37,6 +38,7 @@ describe('package.json settings', () => {
     assert.deepEqual(properties['graphmend.run'].enum, RUN_MODES);
     assert.deepEqual(properties['graphmend.logLevel'].enum, LOG_LEVELS);
     assert.deepEqual(properties['graphmend.trace.server'].enum, TRACE_LEVELS);
+    assert.deepEqual(properties['graphmend.scope'].enum, [...SCOPES, null]);
   });
 
   it('restricts the settings that name programs in untrusted workspaces', () => {

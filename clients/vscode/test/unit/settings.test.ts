@@ -33,8 +33,10 @@ describe('readSettings', () => {
         'validator.python': '/venv/bin/python',
         select: ['GM1', 'gm201'],
         ignore: ['GM105'],
+        scope: 'all',
         run: 'onSave',
         fixAll: false,
+        unsafeFixes: true,
         'validate.enable': false,
         logLevel: 'debug',
         'trace.server': 'verbose',
@@ -47,8 +49,10 @@ describe('readSettings', () => {
       validatorPython: '/venv/bin/python',
       select: ['GM1', 'GM201'],
       ignore: ['GM105'],
+      scope: 'all',
       run: 'onSave',
       fixAll: false,
+      unsafeFixes: true,
       validateEnable: false,
       logLevel: 'debug',
       traceServer: 'verbose',
@@ -63,14 +67,15 @@ describe('readSettings', () => {
 
   it('falls back with a warning on wrong types and values', () => {
     const { settings, warnings } = readSettings(
-      reader({ run: 'always', fixAll: 'yes', logLevel: 'loud', args: '--foo', select: ['GM1', 'E501', 3] }),
+      reader({ run: 'always', fixAll: 'yes', logLevel: 'loud', args: '--foo', select: ['GM1', 'E501', 3], scope: 'everything' }),
     );
     assert.equal(settings.run, 'onType');
+    assert.equal(settings.scope, 'compiled');
     assert.equal(settings.fixAll, true);
     assert.equal(settings.logLevel, 'info');
     assert.deepEqual(settings.args, []);
     assert.deepEqual(settings.select, ['GM1']);
-    assert.equal(warnings.length, 6, warnings.join('\n'));
+    assert.equal(warnings.length, 7, warnings.join('\n'));
     assert.ok(warnings.some((w) => w.includes('graphmend.run') && w.includes('onType, onSave')));
     assert.ok(warnings.some((w) => w.includes('"E501"')));
     assert.ok(warnings.some((w) => w.includes('graphmend.args')));
@@ -88,6 +93,7 @@ describe('serverSettings', () => {
     assert.deepEqual(out, {
       run: 'onType',
       fixAll: true,
+      unsafeFixes: false,
       validate: { enable: true },
       validator: {},
       logLevel: 'info',
@@ -102,8 +108,10 @@ describe('serverSettings', () => {
       traceServer: 'messages',
       select: ['GM1'],
       ignore: ['GM105'],
+      scope: 'all',
       run: 'onSave',
       fixAll: false,
+      unsafeFixes: true,
       validatorPython: '/venv/bin/python',
       logLevel: 'trace',
     };
@@ -111,8 +119,10 @@ describe('serverSettings', () => {
     assert.deepEqual(out, {
       select: ['GM1'],
       ignore: ['GM105'],
+      scope: 'all',
       run: 'onSave',
       fixAll: false,
+      unsafeFixes: true,
       validate: { enable: true },
       validator: { python: '/venv/bin/python' },
       logLevel: 'trace',
