@@ -9,7 +9,7 @@ GRAMMAR_VERSION=0.23.6
 # sha512 integrity of tree-sitter-python@0.23.6 as published on the npm registry.
 TORCH_VERSION=2.13.0
 
-need_pkgs=(libtree-sitter-dev nlohmann-json3-dev libasio-dev libspdlog-dev doctest-dev libtomlplusplus-dev pkg-config)
+need_pkgs=(libtree-sitter-dev libdtl-dev nlohmann-json3-dev libasio-dev libspdlog-dev doctest-dev libtomlplusplus-dev pkg-config)
 missing=()
 for p in "${need_pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -1,0 +1,113 @@
+// Facts about one Python file that rules and transforms read: imports, classes and their submodules,
+// functions, which of them Dynamo traces (compiled regions), and which values are tensors.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <unordered_set>
+#include <vector>
+
+#include <tree_sitter/api.h>
+
+#include "graphmend/analysis/config.h"
+#include "graphmend/analysis/document.h"
+
+namespace graphmend {
+
+// What a Python value is, as far as Dynamo is concerned.
+enum class ValueKind {
+  Unknown,     // nothing proven: rules stay silent
+  Tensor,      // a torch.Tensor whose data Dynamo cannot read at trace time
+  DataScalar,  // a Python value computed from tensor data (.item(), torch.equal): already a break
+  Static,      // a Python value Dynamo knows at trace time (shapes, dtypes, flags, constants)
+  None,        // the constant None
+  Module,      // an nn.Module instance
+};
+std::string_view to_string(ValueKind kind);
+
+struct ClassInfo {
+  TSNode node{};
+  std::string name;
+  std::vector<std::string> bases;  // qualified where imports resolve them
+  bool is_module = false;
+  std::unordered_map<std::string, ValueKind> attributes;  // self.<name> kinds set anywhere in the class
+  std::unordered_map<std::string, TSNode> methods;
+};
+
+struct FunctionInfo {
+  TSNode node{};  // function_definition
+  std::string name;
+  std::string qualified_name;  // Class.method or function
+  ClassInfo* owner = nullptr;
+  FunctionInfo* parent = nullptr;  // enclosing function for nested definitions
+  bool compiled = false;           // traced by Dynamo (reached from a compiled entry)
+  bool is_entry = false;
+  std::string entry_description;   // "forward of nn.Module subclass Net", "@torch.compile function f"
+  ByteRange entry_range{};         // the entry's name, for related information
+  std::unordered_map<std::string, ValueKind> locals;
+  std::vector<std::string> params;  // names in order (without self/cls)
+  // Right-hand sides assigned to each local name, in source order (simple `name = expr` only).
+  std::unordered_map<std::string, std::vector<TSNode>> assignments;
+  ValueKind return_kind = ValueKind::Unknown;
+};
+
+class SemanticModel {
+ public:
+  SemanticModel(const Document& document, Scope scope);
+
+  const Document& document() const { return document_; }
+
+  // `t.nn.functional.pad` -> "torch.nn.functional.pad" through the file's imports; nullopt if not an import.
+  std::optional<std::string> qualified_name(TSNode expr) const;
+  // Local name bound to the torch module ("torch", "t", ...), empty when torch is not imported as a module.
+  const std::string& torch_alias() const { return torch_alias_; }
+
+  ValueKind kind_of(TSNode expr, const FunctionInfo& function) const;
+  bool is_tensor(TSNode expr, const FunctionInfo& function) const {
+    return kind_of(expr, function) == ValueKind::Tensor;
+  }
+
+  const std::vector<std::unique_ptr<FunctionInfo>>& functions() const { return functions_; }
+  const std::vector<std::unique_ptr<ClassInfo>>& classes() const { return classes_; }
+  // The innermost function whose body contains `node`, or nullptr at module level.
+  const FunctionInfo* function_containing(TSNode node) const;
+  const FunctionInfo* function_for(TSNode definition) const;
+  const ClassInfo* find_class(std::string_view name) const;
+  // The function a call expression's callee names in this file (`helper`, `self.method`), if any.
+  const FunctionInfo* resolve_callee(TSNode call, const FunctionInfo& caller) const;
+  // Functions decorated with @torch.compiler.disable / @torch._dynamo.disable in this file.
+  bool is_dynamo_disabled(const FunctionInfo& function) const;
+
+  // A test Dynamo evaluates at trace time to a constant: is_compiling() and friends.
+  std::optional<bool> static_truth(TSNode condition) const;
+
+ private:
+  void collect_imports(TSNode root);
+  void collect_definitions(TSNode node, ClassInfo* owner, FunctionInfo* parent);
+  void infer_class_attributes();
+  void infer_locals(FunctionInfo& function);
+  void mark_compiled_regions(Scope scope);
+  ValueKind attribute_kind(const ClassInfo* cls, const std::string& name, int depth = 0) const;
+  ValueKind call_kind(TSNode call, const FunctionInfo& function) const;
+  ValueKind name_kind(std::string_view name, const FunctionInfo& function) const;
+
+  const Document& document_;
+  std::unordered_map<std::string, std::string> imports_;  // local name -> qualified name
+  std::string torch_alias_;
+  std::vector<std::unique_ptr<ClassInfo>> classes_;
+  std::vector<std::unique_ptr<FunctionInfo>> functions_;
+  std::unordered_map<uint32_t, FunctionInfo*> function_by_start_;  // definition start byte
+  std::unordered_set<const FunctionInfo*> disabled_;
+  std::unordered_map<std::string, ValueKind> module_globals_;
+};
+
+// Small tree-sitter helpers shared by rules and transforms.
+TSNode field(TSNode node, const char* name);
+std::string_view type_of(TSNode node);
+bool is_type(TSNode node, std::string_view type);
+TSNode unparenthesize(TSNode node);
+
+}  // namespace graphmend

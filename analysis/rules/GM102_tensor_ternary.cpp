@@ -1,0 +1,39 @@
+// GM102: conditional expression `a if t else b` whose test is a tensor.
+#include "rule.h"
+
+namespace graphmend {
+namespace {
+
+const RuleInfo kInfo{
+    .code = "GM102",
+    .name = "tensor-ternary",
+    .family = "data-dependent control flow",
+    .summary = "Conditional expression `a if t else b` on a tensor's value",
+    .explanation =
+        "A conditional expression calls `bool()` on its test. When the test is a tensor, its value is only known "
+        "when the graph runs, so Dynamo breaks the graph to evaluate it in Python.",
+    .registry_id = "GB0170",
+    .fix_summary = "Pure, same-shaped alternatives become `torch.where(t, a, b)`.",
+    .example_bad = "y = x * 2 if x.mean() > 0 else -x",
+    .example_good = "y = torch.where(x.mean() > 0, x * 2, -x)",
+    .fixable = true,
+};
+
+void check(RuleContext& ctx, const Visit& v) {
+  if (ts_node_named_child_count(v.node) < 3) return;
+  TSNode condition = ts_node_named_child(v.node, 1);
+  if (ctx.model.kind_of(condition, v.function) != ValueKind::Tensor) return;
+  ctx.report(kInfo, node_range(condition),
+             "Conditional expression on a tensor's value: Dynamo must call bool() on the tensor and breaks the "
+             "graph here (Data-dependent branching).",
+             v);
+}
+
+}  // namespace
+
+const Rule& rule_GM102() {
+  static const Rule rule{&kInfo, {"conditional_expression"}, check};
+  return rule;
+}
+
+}  // namespace graphmend

@@ -1,0 +1,36 @@
+// GM204: `warnings.warn` inside traced code.
+#include "rule.h"
+
+namespace graphmend {
+namespace {
+
+const RuleInfo kInfo{
+    .code = "GM204",
+    .name = "warnings-warn-in-graph",
+    .family = "side effects",
+    .summary = "`warnings.warn` inside compiled code",
+    .explanation =
+        "`warnings.warn` consults and mutates the warnings registry and writes to stderr: Dynamo does not trace "
+        "it and breaks the graph.",
+    .registry_id = "GB0007",
+    .fix_summary = "The warning is deferred after the graph with the same message and category.",
+    .example_bad = "warnings.warn('deprecated argument', FutureWarning)",
+    .example_good = "# deferred after the graph",
+    .fixable = true,
+};
+
+void check(RuleContext& ctx, const Visit& v) {
+  std::string q = callee_qualified(ctx, v.node);
+  if (q != "warnings.warn" && q != "warnings.warn_explicit") return;
+  ctx.report(kInfo, node_range(v.node),
+             "`warnings.warn` is a side effect Dynamo does not trace: it breaks the graph here.", v);
+}
+
+}  // namespace
+
+const Rule& rule_GM204() {
+  static const Rule rule{&kInfo, {"call"}, check};
+  return rule;
+}
+
+}  // namespace graphmend

@@ -1,0 +1,44 @@
+// GM603: mutating `requires_grad` inside traced code.
+#include "rule.h"
+
+namespace graphmend {
+namespace {
+
+const RuleInfo kInfo{
+    .code = "GM603",
+    .name = "requires-grad-mutation",
+    .family = "unsupported Python",
+    .summary = "`requires_grad` changed inside compiled code",
+    .explanation =
+        "Setting `t.requires_grad = ...` or calling `t.requires_grad_()` changes autograd metadata of a traced "
+        "tensor, which Dynamo does not support: it breaks the graph.",
+    .registry_id = "GB0206",
+    .fix_summary = "No automatic fix: set requires_grad outside the compiled region (e.g. in `__init__`).",
+    .example_bad = "x.requires_grad_(True)",
+    .example_good = "# in __init__ or before calling the compiled model",
+    .fixable = false,
+};
+
+void check(RuleContext& ctx, const Visit& v) {
+  if (is_type(v.node, "assignment")) {
+    TSNode left = field(v.node, "left");
+    if (!is_type(left, "attribute") || ctx.text(field(left, "attribute")) != "requires_grad") return;
+    if (ctx.model.kind_of(field(left, "object"), v.function) != ValueKind::Tensor) return;
+    ctx.report(kInfo, node_range(v.node),
+               "Assigning `requires_grad` on a traced tensor is not supported by Dynamo: it breaks the graph here.",
+               v);
+    return;
+  }
+  if (tensor_method(ctx, v.node, v.function) != "requires_grad_") return;
+  ctx.report(kInfo, node_range(v.node),
+             "`requires_grad_()` on a traced tensor is not supported by Dynamo: it breaks the graph here.", v);
+}
+
+}  // namespace
+
+const Rule& rule_GM603() {
+  static const Rule rule{&kInfo, {"assignment", "call"}, check};
+  return rule;
+}
+
+}  // namespace graphmend

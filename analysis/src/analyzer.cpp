@@ -1,0 +1,163 @@
+#include "graphmend/analysis/analyzer.h"
+
+#include <algorithm>
+#include <functional>
+#include <unordered_map>
+
+#include "graphmend/analysis/semantic.h"
+#include "rule.h"
+
+namespace graphmend {
+namespace {
+
+// Dispatch table: node type -> rules that inspect it.
+using Dispatch = std::unordered_map<std::string_view, std::vector<const Rule*>>;
+
+const Dispatch& dispatch() {
+  static const Dispatch table = [] {
+    Dispatch d;
+    for (const Rule* r : registered_rules()) {
+      for (auto t : r->node_types) d[t].push_back(r);
+    }
+    return d;
+  }();
+  return table;
+}
+
+// Walks one traced function body the way Dynamo sees it: branches it prunes at trace time
+// (is_compiling() and friends) are skipped, nested definitions are separate functions.
+class TracedWalker {
+ public:
+  TracedWalker(RuleContext& ctx, const FunctionInfo& fn) : ctx_(ctx), fn_(fn) {}
+
+  void walk(TSNode node, TSNode loop) {
+    auto t = type_of(node);
+    visit(node, loop);
+    if (t == "function_definition" || t == "lambda" || t == "class_definition" || t == "decorated_definition")
+      return;
+    if (t == "if_statement" || t == "elif_clause") {
+      walk_if(node, loop);
+      return;
+    }
+    TSNode inner_loop = (t == "for_statement" || t == "while_statement") ? node : loop;
+    uint32_t n = ts_node_named_child_count(node);
+    for (uint32_t i = 0; i < n; ++i) {
+      TSNode child = ts_node_named_child(node, i);
+      // The iterable of a for loop is evaluated once, outside the loop's repetition.
+      bool outside = t == "for_statement" && ts_node_eq(child, field(node, "right"));
+      walk(child, outside ? loop : inner_loop);
+    }
+  }
+
+ private:
+  void visit(TSNode node, TSNode loop) {
+    auto it = dispatch().find(type_of(node));
+    if (it == dispatch().end()) return;
+    Visit v{node, fn_, loop};
+    for (const Rule* r : it->second) r->check(ctx_, v);
+  }
+
+  void walk_if(TSNode node, TSNode loop) {
+    TSNode condition = field(node, "condition");
+    auto truth = ctx_.model.static_truth(condition);
+    if (!truth) walk(condition, loop);
+    if (truth != false) walk(field(node, "consequence"), loop);
+    if (truth == true) return;  // alternatives never run under Dynamo
+    uint32_t n = ts_node_named_child_count(node);
+    for (uint32_t i = 0; i < n; ++i) {
+      TSNode child = ts_node_named_child(node, i);
+      if (is_type(child, "elif_clause")) {
+        walk(child, loop);
+        if (auto t = ctx_.model.static_truth(field(child, "condition")); t == true) return;
+      } else if (is_type(child, "else_clause")) {
+        walk(child, loop);
+      }
+    }
+  }
+
+  RuleContext& ctx_;
+  const FunctionInfo& fn_;
+};
+
+// `# noqa`, `# noqa: GM101, GM2` on the finding's first line.
+bool suppressed_by_noqa(std::string_view line, std::string_view code) {
+  auto pos = line.find("# noqa");
+  if (pos == std::string_view::npos) pos = line.find("#noqa");
+  if (pos == std::string_view::npos) return false;
+  std::string_view rest = line.substr(pos);
+  rest.remove_prefix(rest.find("noqa") + 4);
+  if (!rest.starts_with(":")) return true;  // bare noqa: everything on the line
+  rest.remove_prefix(1);
+  size_t i = 0;
+  while (i < rest.size()) {
+    while (i < rest.size() && (rest[i] == ' ' || rest[i] == ',')) ++i;
+    size_t j = i;
+    while (j < rest.size() && (std::isalnum(static_cast<unsigned char>(rest[j])))) ++j;
+    if (j == i) break;
+    std::string_view token = rest.substr(i, j - i);
+    if (code.starts_with(token)) return true;
+    i = j;
+  }
+  return false;
+}
+
+bool file_is_exempt(std::string_view text) {
+  // `# graphmend: noqa` on a line of its own exempts the whole file.
+  size_t pos = 0;
+  while ((pos = text.find("graphmend: noqa", pos)) != std::string_view::npos) {
+    size_t line_start = text.rfind('\n', pos);
+    line_start = line_start == std::string_view::npos ? 0 : line_start + 1;
+    std::string_view prefix = text.substr(line_start, pos - line_start);
+    auto first = prefix.find_first_not_of(" \t");
+    if (first != std::string_view::npos && prefix[first] == '#' &&
+        prefix.find_first_not_of(" \t#", first) == std::string_view::npos)
+      return true;
+    pos += 15;
+  }
+  return false;
+}
+
+}  // namespace
+
+Analysis analyze(const Document& document, const Config& config) {
+  Analysis result;
+  auto model = std::make_shared<SemanticModel>(document, config.scope);
+  result.model = model;
+  if (file_is_exempt(document.text())) return result;
+
+  RuleContext ctx(document, *model);
+  for (const auto& fn : model->functions()) {
+    if (!fn->compiled || model->is_dynamo_disabled(*fn)) continue;
+    TracedWalker walker(ctx, *fn);
+    TSNode body = field(fn->node, "body");
+    uint32_t n = ts_node_named_child_count(body);
+    for (uint32_t i = 0; i < n; ++i) walker.walk(ts_node_named_child(body, i), TSNode{});
+  }
+
+  std::vector<ByteRange> errors = document.error_ranges();
+  for (Finding& f : ctx.take()) {
+    // Nothing is invented inside a region the parser could not read.
+    bool in_error = std::any_of(errors.begin(), errors.end(), [&](const ByteRange& e) {
+      return e.overlaps(f.range) || (e.start <= f.range.start && f.range.start <= e.end);
+    });
+    if (in_error) continue;
+    if (!config.enabled(f.rule->code, document.path())) continue;
+    uint32_t line = document.lines().line_of(f.range.start);
+    std::string_view line_text = std::string_view(document.text()).substr(
+        document.lines().line_start(line), document.lines().line_end(line) - document.lines().line_start(line));
+    if (suppressed_by_noqa(line_text, f.rule->code)) continue;
+    result.findings.push_back(std::move(f));
+  }
+  std::sort(result.findings.begin(), result.findings.end(), [](const Finding& a, const Finding& b) {
+    if (a.range.start != b.range.start) return a.range.start < b.range.start;
+    return a.rule->code < b.rule->code;
+  });
+  result.findings.erase(std::unique(result.findings.begin(), result.findings.end(),
+                                    [](const Finding& a, const Finding& b) {
+                                      return a.range == b.range && a.rule == b.rule;
+                                    }),
+                        result.findings.end());
+  return result;
+}
+
+}  // namespace graphmend

@@ -1,0 +1,116 @@
+#include "graphmend/analysis/document.h"
+
+#include <string_view>
+#include <utility>
+
+extern "C" const TSLanguage* tree_sitter_python(void);
+
+namespace graphmend {
+namespace {
+
+TSPoint point_at(const std::string& text, uint32_t offset) {
+  // tree-sitter points are (row, byte column); only "\n" starts a row for it.
+  TSPoint point{0, 0};
+  for (uint32_t i = 0; i < offset && i < text.size(); ++i) {
+    if (text[i] == '\n') {
+      ++point.row;
+      point.column = 0;
+    } else {
+      ++point.column;
+    }
+  }
+  return point;
+}
+
+void collect_errors(TSNode node, std::vector<ByteRange>& out) {
+  if (std::string_view(ts_node_type(node)) == "ERROR" || ts_node_is_missing(node)) {
+    out.push_back(node_range(node));
+    return;
+  }
+  if (!ts_node_has_error(node)) return;
+  uint32_t n = ts_node_child_count(node);
+  for (uint32_t i = 0; i < n; ++i) collect_errors(ts_node_child(node, i), out);
+}
+
+}  // namespace
+
+ByteRange node_range(TSNode node) { return {ts_node_start_byte(node), ts_node_end_byte(node)}; }
+
+Document::Document(std::string path, std::string text) : path_(std::move(path)), text_(std::move(text)) {
+  parser_ = ts_parser_new();
+  ts_parser_set_language(parser_, tree_sitter_python());
+  reparse(nullptr);
+}
+
+Document::~Document() {
+  if (tree_) ts_tree_delete(tree_);
+  if (parser_) ts_parser_delete(parser_);
+}
+
+Document::Document(Document&& other) noexcept
+    : path_(std::move(other.path_)),
+      text_(std::move(other.text_)),
+      lines_(text_),
+      parser_(std::exchange(other.parser_, nullptr)),
+      tree_(std::exchange(other.tree_, nullptr)) {}
+
+Document& Document::operator=(Document&& other) noexcept {
+  if (this != &other) {
+    if (tree_) ts_tree_delete(tree_);
+    if (parser_) ts_parser_delete(parser_);
+    path_ = std::move(other.path_);
+    text_ = std::move(other.text_);
+    lines_ = LineIndex(text_);
+    parser_ = std::exchange(other.parser_, nullptr);
+    tree_ = std::exchange(other.tree_, nullptr);
+  }
+  return *this;
+}
+
+TSNode Document::root() const { return ts_tree_root_node(tree_); }
+
+void Document::apply_edit(ByteRange range, std::string_view new_text) {
+  if (range.end > text_.size()) range.end = static_cast<uint32_t>(text_.size());
+  if (range.start > range.end) range.start = range.end;
+  TSInputEdit edit;
+  edit.start_byte = range.start;
+  edit.old_end_byte = range.end;
+  edit.new_end_byte = range.start + static_cast<uint32_t>(new_text.size());
+  edit.start_point = point_at(text_, range.start);
+  edit.old_end_point = point_at(text_, range.end);
+  text_.replace(range.start, range.end - range.start, new_text);
+  edit.new_end_point = point_at(text_, edit.new_end_byte);
+  ts_tree_edit(tree_, &edit);
+  TSTree* old = tree_;
+  reparse(old);
+  ts_tree_delete(old);
+}
+
+void Document::replace_text(std::string text) {
+  text_ = std::move(text);
+  TSTree* old = tree_;
+  tree_ = nullptr;
+  reparse(nullptr);
+  if (old) ts_tree_delete(old);
+}
+
+void Document::reparse(TSTree* old_tree) {
+  lines_ = LineIndex(text_);
+  tree_ = ts_parser_parse_string(parser_, old_tree, text_.data(), static_cast<uint32_t>(text_.size()));
+}
+
+bool Document::has_syntax_errors() const { return ts_node_has_error(root()); }
+
+std::vector<ByteRange> Document::error_ranges() const {
+  std::vector<ByteRange> out;
+  collect_errors(root(), out);
+  return out;
+}
+
+std::string_view Document::node_text(TSNode node) const {
+  uint32_t start = ts_node_start_byte(node), end = ts_node_end_byte(node);
+  if (end > text_.size() || start > end) return {};
+  return std::string_view(text_).substr(start, end - start);
+}
+
+}  // namespace graphmend

@@ -1,0 +1,61 @@
+#include <algorithm>
+
+#include "graphmend/analysis/finding.h"
+#include "rule.h"
+
+namespace graphmend {
+namespace {
+
+const std::vector<RegistryEntry>& registry() {
+  static const std::vector<RegistryEntry> entries{
+#include "dynamo_registry.inc"
+  };
+  return entries;
+}
+
+}  // namespace
+
+const RegistryEntry* find_registry_entry(std::string_view id) {
+  const auto& entries = registry();
+  auto it = std::find_if(entries.begin(), entries.end(), [&](const RegistryEntry& e) { return e.id == id; });
+  return it == entries.end() ? nullptr : &*it;
+}
+
+std::string registry_url(std::string_view id) {
+  // The page Dynamo itself links to from its graph-break messages (torch/_dynamo/exc.py).
+  std::string number(id.starts_with("GB") ? id.substr(2) : id);
+  return "https://meta-pytorch.github.io/compile-graph-break-site/gb/gb" + number + ".html";
+}
+
+const std::vector<const RuleInfo*>& all_rules() {
+  static const std::vector<const RuleInfo*> infos = [] {
+    std::vector<const RuleInfo*> out;
+    for (const Rule* r : registered_rules()) out.push_back(r->info);
+    std::sort(out.begin(), out.end(), [](const RuleInfo* a, const RuleInfo* b) { return a->code < b->code; });
+    return out;
+  }();
+  return infos;
+}
+
+const RuleInfo* find_rule(std::string_view code) {
+  for (const RuleInfo* r : all_rules()) {
+    if (r->code == code || r->name == code) return r;
+  }
+  return nullptr;
+}
+
+std::string rule_url(const RuleInfo& rule) {
+  // The rule's page in this installation's docs (generated from the same metadata by `make docs`).
+  return std::string("file://") + GRAPHMEND_DOCS_DIR + "/rules/" + std::string(rule.code) + ".md";
+}
+
+std::string_view to_string(Applicability applicability) {
+  switch (applicability) {
+    case Applicability::Safe: return "safe";
+    case Applicability::Unsafe: return "unsafe";
+    case Applicability::DisplayOnly: return "display-only";
+  }
+  return "safe";
+}
+
+}  // namespace graphmend

@@ -1,0 +1,59 @@
+// The rule interface: each rule lives in analysis/rules/GMxxx_name.cpp and sees every node of traced
+// code whose type it asks for, with the facts of the function being traced.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "graphmend/analysis/document.h"
+#include "graphmend/analysis/finding.h"
+#include "graphmend/analysis/semantic.h"
+
+namespace graphmend {
+
+struct Visit {
+  TSNode node;
+  const FunctionInfo& function;  // the traced function whose body holds `node`
+  TSNode loop;                   // innermost for/while around `node` in that function (null if none)
+};
+
+class RuleContext {
+ public:
+  RuleContext(const Document& doc, const SemanticModel& facts) : document(doc), model(facts) {}
+  const Document& document;
+  const SemanticModel& model;
+
+  // Records a finding at `range`, adding the compiled entry and the enclosing loop as related places.
+  void report(const RuleInfo& rule, ByteRange range, std::string message, const Visit& visit);
+  std::string text(TSNode node) const { return std::string(document.node_text(node)); }
+  std::vector<Finding> take() { return std::move(findings_); }
+
+ private:
+  std::vector<Finding> findings_;
+};
+
+struct Rule {
+  const RuleInfo* info;
+  std::vector<std::string_view> node_types;  // tree-sitter node types the rule inspects
+  void (*check)(RuleContext&, const Visit&);
+};
+
+const std::vector<const Rule*>& registered_rules();
+
+// Helpers shared by rules.
+// `call`'s callee is `receiver.method(...)` with a tensor receiver; returns the method name or "".
+std::string tensor_method(const RuleContext& ctx, TSNode call, const FunctionInfo& fn);
+// True when `node` sits in the test of an if/elif/while/ternary/assert (possibly under and/or/not).
+bool in_condition(TSNode node);
+// The qualified name of a call's callee via imports ("torch.where"), or "".
+std::string callee_qualified(const RuleContext& ctx, TSNode call);
+// Logger objects: module-level `x = logging.getLogger(...)` / `logging.get_logger(...)`, or names like `logger`.
+bool is_logger_expression(const RuleContext& ctx, TSNode expr);
+// A boolean tensor: comparisons of tensors, ~, &, |, isnan/isfinite/logical_*, .bool(), names assigned from these.
+bool is_bool_tensor(const RuleContext& ctx, TSNode expr, const FunctionInfo& fn, int depth = 0);
+// Number of positional and keyword arguments of a call.
+uint32_t argument_count(TSNode call);
+// Whether the body of an if-statement (its consequence block) is a single `raise`.
+bool body_is_raise(TSNode block);
+
+}  // namespace graphmend

@@ -1,0 +1,130 @@
+#include <algorithm>
+#include <array>
+
+#include "rule.h"
+
+namespace graphmend {
+
+void RuleContext::report(const RuleInfo& rule, ByteRange range, std::string message, const Visit& visit) {
+  Finding f;
+  f.rule = &rule;
+  f.range = range;
+  f.message = std::move(message);
+  const FunctionInfo* top = &visit.function;
+  if (!top->entry_description.empty())
+    f.related.push_back({top->entry_range, "traced by torch.compile as part of " + top->entry_description});
+  if (!ts_node_is_null(visit.loop)) {
+    f.in_loop = true;
+    f.message += " It sits inside a loop: Dynamo then gives up on the whole frame and runs it eagerly "
+                 "(graph break in loop, GB7000).";
+    ByteRange head = node_range(visit.loop);
+    head.end = std::min(head.end, ts_node_start_byte(field(visit.loop, "body")));
+    f.related.push_back({head, "this loop makes Dynamo skip the whole frame on a graph break"});
+  }
+  findings_.push_back(std::move(f));
+}
+
+std::string tensor_method(const RuleContext& ctx, TSNode call, const FunctionInfo& fn) {
+  TSNode callee = unparenthesize(field(call, "function"));
+  if (!is_type(callee, "attribute")) return "";
+  if (ctx.model.kind_of(field(callee, "object"), fn) != ValueKind::Tensor) return "";
+  return ctx.text(field(callee, "attribute"));
+}
+
+bool in_condition(TSNode node) {
+  TSNode child = node;
+  for (TSNode p = ts_node_parent(node); !ts_node_is_null(p); child = p, p = ts_node_parent(p)) {
+    auto t = type_of(p);
+    if (t == "boolean_operator" || t == "not_operator" || t == "parenthesized_expression") continue;
+    if (t == "if_statement" || t == "elif_clause" || t == "while_statement")
+      return ts_node_eq(field(p, "condition"), child);
+    if (t == "conditional_expression")
+      return ts_node_named_child_count(p) >= 2 && ts_node_eq(ts_node_named_child(p, 1), child);
+    if (t == "assert_statement") return ts_node_named_child_count(p) >= 1 && ts_node_eq(ts_node_named_child(p, 0), child);
+    return false;
+  }
+  return false;
+}
+
+std::string callee_qualified(const RuleContext& ctx, TSNode call) {
+  auto q = ctx.model.qualified_name(field(call, "function"));
+  return q ? *q : "";
+}
+
+bool is_logger_expression(const RuleContext& ctx, TSNode expr) {
+  expr = unparenthesize(expr);
+  std::string text = ctx.text(expr);
+  if (auto q = ctx.model.qualified_name(expr); q && (*q == "logging" || q->ends_with(".logging"))) return true;
+  if (text == "logger" || text == "log" || text == "LOGGER" || text == "_logger" || text == "_LOGGER" ||
+      text == "self.logger" || text == "self._logger")
+    return true;
+  // x = logging.getLogger(...) at module level.
+  TSNode root = ctx.document.root();
+  uint32_t n = ts_node_named_child_count(root);
+  for (uint32_t i = 0; i < n; ++i) {
+    TSNode stmt = ts_node_named_child(root, i);
+    if (!is_type(stmt, "expression_statement")) continue;
+    TSNode assign = ts_node_named_child(stmt, 0);
+    if (!is_type(assign, "assignment") || ctx.text(field(assign, "left")) != text) continue;
+    TSNode right = field(assign, "right");
+    if (!is_type(right, "call")) continue;
+    std::string callee = ctx.text(field(right, "function"));
+    if (callee.ends_with("getLogger") || callee.ends_with("get_logger")) return true;
+  }
+  return false;
+}
+
+bool is_bool_tensor(const RuleContext& ctx, TSNode expr, const FunctionInfo& fn, int depth) {
+  expr = unparenthesize(expr);
+  if (depth > 6 || ts_node_is_null(expr)) return false;
+  auto t = type_of(expr);
+  if (t == "comparison_operator") return ctx.model.kind_of(expr, fn) == ValueKind::Tensor;
+  if (t == "unary_operator") {
+    return ctx.text(field(expr, "operator")) == "~" && is_bool_tensor(ctx, field(expr, "argument"), fn, depth + 1);
+  }
+  if (t == "binary_operator") {
+    std::string op = ctx.text(field(expr, "operator"));
+    if (op != "&" && op != "|" && op != "^") return false;
+    return is_bool_tensor(ctx, field(expr, "left"), fn, depth + 1) ||
+           is_bool_tensor(ctx, field(expr, "right"), fn, depth + 1);
+  }
+  if (t == "call") {
+    static constexpr std::array<std::string_view, 16> kBoolOps{
+        "bool", "isnan", "isinf", "isfinite", "isneginf", "isposinf", "logical_and", "logical_or",
+        "logical_not", "logical_xor", "eq", "ne", "gt", "lt", "ge", "le"};
+    std::string method = tensor_method(ctx, expr, fn);
+    if (!method.empty()) return std::find(kBoolOps.begin(), kBoolOps.end(), method) != kBoolOps.end();
+    std::string q = callee_qualified(ctx, expr);
+    if (q.starts_with("torch.")) {
+      std::string_view last = std::string_view(q).substr(q.rfind('.') + 1);
+      return std::find(kBoolOps.begin(), kBoolOps.end(), last) != kBoolOps.end();
+    }
+    return false;
+  }
+  if (t == "identifier") {
+    auto it = fn.assignments.find(ctx.text(expr));
+    if (it == fn.assignments.end() || it->second.empty()) return false;
+    return std::all_of(it->second.begin(), it->second.end(),
+                       [&](TSNode rhs) { return is_bool_tensor(ctx, rhs, fn, depth + 1); });
+  }
+  return false;
+}
+
+uint32_t argument_count(TSNode call) {
+  TSNode args = field(call, "arguments");
+  return ts_node_is_null(args) ? 0 : ts_node_named_child_count(args);
+}
+
+bool body_is_raise(TSNode block) {
+  if (ts_node_is_null(block) || ts_node_named_child_count(block) == 0) return false;
+  // Leading comments are named nodes too: the first real statement must be the raise.
+  uint32_t n = ts_node_named_child_count(block);
+  for (uint32_t i = 0; i < n; ++i) {
+    TSNode stmt = ts_node_named_child(block, i);
+    if (is_type(stmt, "comment")) continue;
+    return is_type(stmt, "raise_statement");
+  }
+  return false;
+}
+
+}  // namespace graphmend

@@ -1,0 +1,728 @@
+#include "graphmend/analysis/semantic.h"
+
+#include <algorithm>
+#include <array>
+#include <cstring>
+#include <functional>
+
+namespace graphmend {
+
+TSNode field(TSNode node, const char* name) {
+  return ts_node_child_by_field_name(node, name, static_cast<uint32_t>(std::strlen(name)));
+}
+std::string_view type_of(TSNode node) { return ts_node_is_null(node) ? std::string_view{} : ts_node_type(node); }
+bool is_type(TSNode node, std::string_view type) { return !ts_node_is_null(node) && type_of(node) == type; }
+TSNode unparenthesize(TSNode node) {
+  while (is_type(node, "parenthesized_expression") && ts_node_named_child_count(node) == 1)
+    node = ts_node_named_child(node, 0);
+  return node;
+}
+
+std::string_view to_string(ValueKind kind) {
+  switch (kind) {
+    case ValueKind::Unknown: return "unknown";
+    case ValueKind::Tensor: return "tensor";
+    case ValueKind::DataScalar: return "data-dependent Python value";
+    case ValueKind::Static: return "static";
+    case ValueKind::None: return "None";
+    case ValueKind::Module: return "module";
+  }
+  return "unknown";
+}
+
+namespace {
+
+template <size_t N>
+bool one_of(std::string_view s, const std::array<std::string_view, N>& set) {
+  return std::find(set.begin(), set.end(), s) != set.end();
+}
+
+// Tensor attributes that are metadata Dynamo knows at trace time.
+constexpr std::array<std::string_view, 16> kMetadataAttributes{
+    "shape", "dtype", "device", "ndim", "is_cuda", "requires_grad", "is_sparse", "layout",
+    "is_leaf", "is_meta", "is_quantized", "names", "is_nested", "is_mps", "is_cpu", "itemsize"};
+// Tensor methods that return metadata, not tensor data.
+constexpr std::array<std::string_view, 16> kMetadataMethods{
+    "size", "dim", "numel", "element_size", "stride", "is_contiguous", "is_floating_point", "is_complex",
+    "data_ptr", "get_device", "storage_offset", "nelement", "ndimension", "type", "is_signed", "has_names"};
+// Tensor methods that move data to Python (rules GM4xx) or to NumPy.
+constexpr std::array<std::string_view, 2> kDataMethods{"item", "tolist"};
+// torch.* callables that return Python values known at trace time.
+constexpr std::array<std::string_view, 24> kStaticTorchFunctions{
+    "torch.is_tensor", "torch.is_floating_point", "torch.is_complex", "torch.numel",
+    "torch.is_grad_enabled", "torch.get_default_dtype", "torch.is_autocast_enabled", "torch.finfo",
+    "torch.iinfo", "torch.device", "torch.Size", "torch.compiler.is_compiling",
+    "torch.jit.is_scripting", "torch.jit.is_tracing", "torch.cuda.is_available", "torch._dynamo.is_compiling",
+    "torch.is_inference_mode_enabled", "torch.cuda.device_count", "torch.get_autocast_dtype",
+    "torch.are_deterministic_algorithms_enabled", "torch.compiler.is_dynamo_compiling", "torch.dtype",
+    "torch.promote_types", "torch.result_type"};
+// torch.* callables that return a Python bool computed from tensor data.
+constexpr std::array<std::string_view, 2> kDataTorchFunctions{"torch.equal", "torch.allclose"};
+// Calls that Dynamo treats as constant True while tracing.
+constexpr std::array<std::string_view, 3> kCompilingChecks{"is_compiling", "is_torchdynamo_compiling",
+                                                          "is_dynamo_compiling"};
+// Annotation spellings of tensors.
+constexpr std::array<std::string_view, 8> kTensorAnnotations{"Tensor",       "FloatTensor", "LongTensor",
+                                                            "BoolTensor",   "IntTensor",   "HalfTensor",
+                                                            "DoubleTensor", "ByteTensor"};
+constexpr std::array<std::string_view, 6> kStaticAnnotations{"bool", "int", "float", "str", "Size", "dtype"};
+
+std::string text_of(const Document& doc, TSNode node) { return std::string(doc.node_text(node)); }
+
+ValueKind merge(ValueKind a, ValueKind b) {
+  // Tensor dominates (an Optional[Tensor] is a tensor where it is used), then data-dependent values.
+  if (a == ValueKind::Tensor || b == ValueKind::Tensor) return ValueKind::Tensor;
+  if (a == ValueKind::DataScalar || b == ValueKind::DataScalar) return ValueKind::DataScalar;
+  if (a == ValueKind::Module || b == ValueKind::Module) return ValueKind::Module;
+  if (a == ValueKind::Unknown || b == ValueKind::Unknown) return ValueKind::Unknown;
+  if (a == ValueKind::None) return b;
+  if (b == ValueKind::None) return a;
+  return ValueKind::Static;
+}
+
+// Kind implied by a parameter or variable annotation.
+ValueKind annotation_kind(std::string_view annotation) {
+  for (auto t : kTensorAnnotations) {
+    if (annotation.find(t) != std::string_view::npos) return ValueKind::Tensor;
+  }
+  std::string_view core = annotation;
+  for (std::string_view wrapper : {"Optional[", "typing.Optional["}) {
+    if (core.starts_with(wrapper) && core.ends_with("]")) core = core.substr(wrapper.size(), core.size() - wrapper.size() - 1);
+  }
+  if (auto bar = core.find('|'); bar != std::string_view::npos) core = core.substr(0, bar);
+  while (!core.empty() && core.back() == ' ') core.remove_suffix(1);
+  if (core.starts_with("torch.")) core.remove_prefix(6);
+  if (one_of(core, kStaticAnnotations)) return ValueKind::Static;
+  if (core.starts_with("tuple[int") || core.starts_with("list[int") || core.starts_with("Tuple[int") ||
+      core.starts_with("List[int"))
+    return ValueKind::Static;
+  return ValueKind::Unknown;
+}
+
+void for_each_named_child(TSNode node, const std::function<void(TSNode)>& fn) {
+  uint32_t n = ts_node_named_child_count(node);
+  for (uint32_t i = 0; i < n; ++i) fn(ts_node_named_child(node, i));
+}
+
+// Visits `node`'s subtree, not descending into nested function or class definitions or lambdas.
+void walk_body(TSNode node, const std::function<void(TSNode)>& fn) {
+  uint32_t n = ts_node_named_child_count(node);
+  for (uint32_t i = 0; i < n; ++i) {
+    TSNode child = ts_node_named_child(node, i);
+    auto t = type_of(child);
+    if (t == "function_definition" || t == "class_definition" || t == "decorated_definition" || t == "lambda")
+      continue;
+    fn(child);
+    walk_body(child, fn);
+  }
+}
+
+}  // namespace
+
+SemanticModel::SemanticModel(const Document& document, Scope scope) : document_(document) {
+  TSNode root = document.root();
+  collect_imports(root);
+  collect_definitions(root, nullptr, nullptr);
+  infer_class_attributes();
+  // Locals depend on callee return kinds and callers' argument kinds: iterate to a small fixpoint.
+  for (int pass = 0; pass < 3; ++pass) {
+    for (auto& f : functions_) infer_locals(*f);
+  }
+  mark_compiled_regions(scope);
+}
+
+void SemanticModel::collect_imports(TSNode root) {
+  std::function<void(TSNode)> visit = [&](TSNode node) {
+    auto t = type_of(node);
+    if (t == "import_statement") {
+      for_each_named_child(node, [&](TSNode name) {
+        if (is_type(name, "dotted_name")) {
+          std::string full = text_of(document_, name);
+          std::string head = full.substr(0, full.find('.'));
+          imports_[head] = head;  // `import torch.nn` binds `torch`
+        } else if (is_type(name, "aliased_import")) {
+          imports_[text_of(document_, field(name, "alias"))] = text_of(document_, field(name, "name"));
+        }
+      });
+    } else if (t == "import_from_statement") {
+      TSNode module = field(node, "module_name");
+      std::string mod = text_of(document_, module);
+      uint32_t n = ts_node_named_child_count(node);
+      for (uint32_t i = 0; i < n; ++i) {
+        TSNode child = ts_node_named_child(node, i);
+        if (ts_node_eq(child, module)) continue;
+        if (is_type(child, "dotted_name")) {
+          std::string name = text_of(document_, child);
+          imports_[name] = mod + "." + name;
+        } else if (is_type(child, "aliased_import")) {
+          imports_[text_of(document_, field(child, "alias"))] = mod + "." + text_of(document_, field(child, "name"));
+        }
+      }
+    } else if (t == "function_definition" || t == "class_definition") {
+      // Imports inside functions bind locally; still resolve them file-wide (they are rare and unambiguous).
+    }
+    for_each_named_child(node, visit);
+  };
+  visit(root);
+  for (auto& [local, qualified] : imports_) {
+    if (qualified == "torch" && (torch_alias_.empty() || local == "torch")) torch_alias_ = local;
+  }
+}
+
+std::optional<std::string> SemanticModel::qualified_name(TSNode expr) const {
+  expr = unparenthesize(expr);
+  if (is_type(expr, "identifier")) {
+    auto it = imports_.find(text_of(document_, expr));
+    if (it == imports_.end()) return std::nullopt;
+    return it->second;
+  }
+  if (is_type(expr, "attribute")) {
+    auto base = qualified_name(field(expr, "object"));
+    if (!base) return std::nullopt;
+    return *base + "." + text_of(document_, field(expr, "attribute"));
+  }
+  return std::nullopt;
+}
+
+void SemanticModel::collect_definitions(TSNode node, ClassInfo* owner, FunctionInfo* parent) {
+  uint32_t n = ts_node_named_child_count(node);
+  for (uint32_t i = 0; i < n; ++i) {
+    TSNode child = ts_node_named_child(node, i);
+    TSNode def = child;
+    if (is_type(child, "decorated_definition")) def = field(child, "definition");
+    auto t = type_of(def);
+    if (t == "class_definition") {
+      auto cls = std::make_unique<ClassInfo>();
+      cls->node = def;
+      cls->name = text_of(document_, field(def, "name"));
+      TSNode supers = field(def, "superclasses");
+      if (!ts_node_is_null(supers)) {
+        for_each_named_child(supers, [&](TSNode base) {
+          if (is_type(base, "keyword_argument")) return;
+          auto q = qualified_name(base);
+          cls->bases.push_back(q ? *q : text_of(document_, base));
+        });
+      }
+      ClassInfo* raw = cls.get();
+      classes_.push_back(std::move(cls));
+      collect_definitions(field(def, "body"), raw, parent);
+    } else if (t == "function_definition") {
+      auto fn = std::make_unique<FunctionInfo>();
+      fn->node = def;
+      fn->name = text_of(document_, field(def, "name"));
+      fn->owner = parent ? nullptr : owner;
+      fn->parent = parent;
+      fn->qualified_name = (fn->owner ? fn->owner->name + "." : (parent ? parent->qualified_name + "." : "")) + fn->name;
+      if (fn->owner) fn->owner->methods[fn->name] = def;
+      FunctionInfo* raw = fn.get();
+      function_by_start_[ts_node_start_byte(def)] = raw;
+      // Decorators: torch.compile entries and torch.compiler.disable'd functions.
+      if (is_type(child, "decorated_definition")) {
+        for_each_named_child(child, [&](TSNode deco) {
+          if (!is_type(deco, "decorator")) return;
+          TSNode expr = ts_node_named_child(deco, 0);
+          TSNode callee = is_type(expr, "call") ? field(expr, "function") : expr;
+          auto q = qualified_name(callee);
+          if (!q) return;
+          if (*q == "torch.compile") {
+            raw->is_entry = true;
+            raw->entry_description = "function `" + raw->name + "` decorated with @torch.compile";
+            raw->entry_range = node_range(field(def, "name"));
+          } else if (*q == "torch.compiler.disable" || *q == "torch._dynamo.disable") {
+            disabled_.insert(raw);
+          }
+        });
+      }
+      functions_.push_back(std::move(fn));
+      collect_definitions(field(def, "body"), nullptr, raw);
+    } else if (t != "lambda") {
+      collect_definitions(child, owner, parent);
+    }
+  }
+}
+
+const ClassInfo* SemanticModel::find_class(std::string_view name) const {
+  for (auto& c : classes_) {
+    if (c->name == name) return c.get();
+  }
+  return nullptr;
+}
+
+void SemanticModel::infer_class_attributes() {
+  // Module-ness: nn.Module bases, HF-style base names, or a base class in this file that is a module.
+  for (int pass = 0; pass < 3; ++pass) {
+    for (auto& cls : classes_) {
+      for (auto& base : cls->bases) {
+        std::string_view last = base;
+        if (auto dot = last.rfind('.'); dot != std::string_view::npos) last = last.substr(dot + 1);
+        if (base == "torch.nn.Module" || base == "torch.nn.modules.module.Module" || last.ends_with("PreTrainedModel") ||
+            last.ends_with("Module") || last.ends_with("Layer") || last == "Sequential") {
+          cls->is_module = true;
+        }
+        if (auto* b = find_class(base); b && b->is_module) cls->is_module = true;
+      }
+    }
+  }
+  for (auto& fn : functions_) {
+    if (!fn->owner) continue;
+    ClassInfo* cls = fn->owner;
+    walk_body(field(fn->node, "body"), [&](TSNode node) {
+      if (is_type(node, "assignment")) {
+        TSNode left = field(node, "left");
+        TSNode right = field(node, "right");
+        if (!is_type(left, "attribute") || text_of(document_, field(left, "object")) != "self") return;
+        std::string name = text_of(document_, field(left, "attribute"));
+        ValueKind kind = ValueKind::Static;
+        if (ts_node_is_null(right)) return;
+        if (is_type(right, "call")) {
+          TSNode callee = field(right, "function");
+          auto q = qualified_name(callee);
+          std::string callee_text = text_of(document_, callee);
+          std::string_view last = callee_text;
+          if (auto dot = last.rfind('.'); dot != std::string_view::npos) last = last.substr(dot + 1);
+          if (q && (*q == "torch.nn.Parameter" || *q == "torch.nn.parameter.Parameter")) {
+            kind = ValueKind::Tensor;
+          } else if (q && q->starts_with("torch.nn.") && !q->starts_with("torch.nn.functional") &&
+                     !q->starts_with("torch.nn.init")) {
+            kind = ValueKind::Module;
+          } else if (const ClassInfo* c = find_class(callee_text); c && c->is_module) {
+            kind = ValueKind::Module;
+          } else if (q && q->starts_with("torch.") && !one_of(std::string_view(*q), kStaticTorchFunctions)) {
+            kind = ValueKind::Tensor;
+          } else if (last == "Parameter") {
+            kind = ValueKind::Tensor;
+          } else if (last.ends_with("Module") || last.ends_with("Layer") || last.ends_with("Attention") ||
+                     last.ends_with("MLP") || last.ends_with("Embedding") || last.ends_with("Norm") ||
+                     last.ends_with("Block") || last.ends_with("Encoder") || last.ends_with("Decoder") ||
+                     last == "ModuleList" || last == "ModuleDict" || last == "Linear" || last == "Dropout") {
+            kind = ValueKind::Module;
+          } else {
+            kind = ValueKind::Unknown;
+          }
+        } else if (is_type(right, "none")) {
+          kind = ValueKind::None;
+        }
+        auto [it, inserted] = cls->attributes.emplace(name, kind);
+        if (!inserted) it->second = merge(it->second, kind);
+      } else if (is_type(node, "call")) {
+        // self.register_buffer("name", tensor) / self.register_parameter("name", param)
+        TSNode callee = field(node, "function");
+        if (!is_type(callee, "attribute") || text_of(document_, field(callee, "object")) != "self") return;
+        std::string method = text_of(document_, field(callee, "attribute"));
+        if (method != "register_buffer" && method != "register_parameter") return;
+        TSNode args = field(node, "arguments");
+        if (ts_node_named_child_count(args) == 0) return;
+        TSNode first = ts_node_named_child(args, 0);
+        if (!is_type(first, "string")) return;
+        std::string name = text_of(document_, first);
+        if (name.size() >= 2) name = name.substr(1, name.size() - 2);
+        cls->attributes[name] = ValueKind::Tensor;
+      }
+    });
+  }
+}
+
+ValueKind SemanticModel::attribute_kind(const ClassInfo* cls, const std::string& name, int depth) const {
+  if (!cls || depth > 8) return ValueKind::Unknown;
+  if (name == "training" || name == "config") return ValueKind::Static;
+  if (auto it = cls->attributes.find(name); it != cls->attributes.end()) return it->second;
+  for (auto& base : cls->bases) {
+    ValueKind k = attribute_kind(find_class(base), name, depth + 1);
+    if (k != ValueKind::Unknown) return k;
+  }
+  return ValueKind::Unknown;
+}
+
+void SemanticModel::infer_locals(FunctionInfo& fn) {
+  // Parameters.
+  fn.params.clear();
+  fn.assignments.clear();
+  TSNode params = field(fn.node, "parameters");
+  bool is_method = fn.owner != nullptr;
+  bool first = true;
+  for_each_named_child(params, [&](TSNode p) {
+    auto t = type_of(p);
+    std::string name;
+    ValueKind kind = ValueKind::Unknown;
+    if (t == "identifier") {
+      name = text_of(document_, p);
+    } else if (t == "typed_parameter" || t == "typed_default_parameter") {
+      TSNode id = t == "typed_parameter" ? ts_node_named_child(p, 0) : field(p, "name");
+      name = text_of(document_, id);
+      kind = annotation_kind(document_.node_text(field(p, "type")));
+    } else if (t == "default_parameter") {
+      name = text_of(document_, field(p, "name"));
+      TSNode value = field(p, "value");
+      auto vt = type_of(value);
+      if (vt == "true" || vt == "false" || vt == "integer" || vt == "float" || vt == "string") kind = ValueKind::Static;
+    } else {
+      return;  // *args, **kwargs, separators
+    }
+    if (is_method && first && (name == "self" || name == "cls")) {
+      first = false;
+      return;
+    }
+    first = false;
+    fn.params.push_back(name);
+    if (kind == ValueKind::Unknown && t == "identifier") {
+      // An unannotated, default-less input of a module's forward or of a compiled function is a tensor.
+      bool entry_like = (fn.owner && fn.owner->is_module && fn.name == "forward") || fn.is_entry;
+      if (entry_like) kind = ValueKind::Tensor;
+    }
+    auto it = fn.locals.find(name);
+    if (it == fn.locals.end() || it->second == ValueKind::Unknown) fn.locals[name] = kind;
+  });
+
+  auto assign = [&](TSNode target, ValueKind kind) {
+    target = unparenthesize(target);
+    if (is_type(target, "identifier")) {
+      std::string name = text_of(document_, target);
+      auto it = fn.locals.find(name);
+      fn.locals[name] = it == fn.locals.end() ? kind : merge(it->second, kind);
+    } else if (is_type(target, "pattern_list") || is_type(target, "tuple_pattern") ||
+               is_type(target, "list_pattern")) {
+      // Unpacking a tensor (chunk, split, module outputs) gives tensors; unpacking shapes gives ints.
+      ValueKind each = (kind == ValueKind::Tensor || kind == ValueKind::Static) ? kind : ValueKind::Unknown;
+      for_each_named_child(target, [&](TSNode t) {
+        if (is_type(t, "identifier")) {
+          std::string name = text_of(document_, t);
+          auto it = fn.locals.find(name);
+          fn.locals[name] = it == fn.locals.end() ? each : merge(it->second, each);
+        }
+      });
+    }
+  };
+
+  ValueKind returns = ValueKind::Unknown;
+  bool saw_return = false;
+  walk_body(field(fn.node, "body"), [&](TSNode node) {
+    auto t = type_of(node);
+    if (t == "assignment") {
+      TSNode right = field(node, "right");
+      TSNode type = field(node, "type");
+      ValueKind kind = ValueKind::Unknown;
+      if (!ts_node_is_null(type)) kind = annotation_kind(document_.node_text(type));
+      if (!ts_node_is_null(right) && kind == ValueKind::Unknown) {
+        if (is_type(right, "assignment")) right = field(right, "right");  // a = b = expr
+        kind = kind_of(right, fn);
+      }
+      TSNode left = unparenthesize(field(node, "left"));
+      if (is_type(left, "identifier") && !ts_node_is_null(right)) fn.assignments[text_of(document_, left)].push_back(right);
+      assign(left, kind);
+    } else if (t == "augmented_assignment") {
+      ValueKind kind = kind_of(field(node, "right"), fn);
+      ValueKind old = kind_of(field(node, "left"), fn);
+      assign(field(node, "left"), merge(old, kind));
+    } else if (t == "for_statement") {
+      TSNode right = unparenthesize(field(node, "right"));
+      ValueKind kind = ValueKind::Unknown;
+      if (is_type(right, "call") && text_of(document_, field(right, "function")) == "range") kind = ValueKind::Static;
+      else if (kind_of(right, fn) == ValueKind::Module) kind = ValueKind::Module;
+      else if (kind_of(right, fn) == ValueKind::Tensor) kind = ValueKind::Tensor;
+      assign(field(node, "left"), kind);
+    } else if (t == "return_statement") {
+      if (ts_node_named_child_count(node) == 0) return;
+      ValueKind k = kind_of(ts_node_named_child(node, 0), fn);
+      returns = saw_return ? (returns == k ? k : merge(returns, k)) : k;
+      saw_return = true;
+    }
+  });
+  fn.return_kind = returns;
+}
+
+ValueKind SemanticModel::name_kind(std::string_view name, const FunctionInfo& fn) const {
+  for (const FunctionInfo* f = &fn; f; f = f->parent) {
+    if (auto it = f->locals.find(std::string(name)); it != f->locals.end()) return it->second;
+  }
+  if (name == "True" || name == "False") return ValueKind::Static;
+  return ValueKind::Unknown;
+}
+
+const FunctionInfo* SemanticModel::resolve_callee(TSNode call, const FunctionInfo& caller) const {
+  TSNode callee = unparenthesize(field(call, "function"));
+  if (is_type(callee, "identifier")) {
+    std::string name = text_of(document_, callee);
+    // Nested functions first, then module-level functions.
+    for (const FunctionInfo* f = &caller; f; f = f->parent) {
+      for (auto& g : functions_) {
+        if (g->parent == f && g->name == name) return g.get();
+      }
+    }
+    for (auto& g : functions_) {
+      if (!g->owner && !g->parent && g->name == name) return g.get();
+    }
+    return nullptr;
+  }
+  if (is_type(callee, "attribute")) {
+    TSNode object = field(callee, "object");
+    std::string method = text_of(document_, field(callee, "attribute"));
+    const ClassInfo* cls = nullptr;
+    const FunctionInfo* top = &caller;
+    while (top->parent) top = top->parent;
+    std::string object_text = text_of(document_, object);
+    if (object_text == "self" || object_text == "cls" || object_text.starts_with("super(")) {
+      cls = top->owner;
+      if (cls && object_text.starts_with("super(") && !cls->bases.empty()) cls = find_class(cls->bases[0]);
+    } else {
+      cls = find_class(object_text);
+    }
+    for (int depth = 0; cls && depth < 8; ++depth) {
+      if (auto it = cls->methods.find(method); it != cls->methods.end()) return function_for(it->second);
+      cls = cls->bases.empty() ? nullptr : find_class(cls->bases[0]);
+    }
+  }
+  return nullptr;
+}
+
+ValueKind SemanticModel::call_kind(TSNode call, const FunctionInfo& fn) const {
+  TSNode callee = unparenthesize(field(call, "function"));
+  std::string callee_text = text_of(document_, callee);
+  if (auto q = qualified_name(callee)) {
+    std::string_view name = *q;
+    if (one_of(name, kStaticTorchFunctions)) return ValueKind::Static;
+    if (one_of(name, kDataTorchFunctions)) return ValueKind::DataScalar;
+    std::string_view last = name.substr(name.rfind('.') + 1);
+    if (one_of(last, kCompilingChecks)) return ValueKind::Static;
+    if (name.starts_with("torch.nn.functional.") || name.starts_with("torch.special.") ||
+        name.starts_with("torch.linalg.") || name.starts_with("torch.fft."))
+      return ValueKind::Tensor;
+    if (name.starts_with("torch.nn.")) return ValueKind::Module;
+    if (name.starts_with("torch.") && std::count(name.begin(), name.end(), '.') == 1 && !last.empty() &&
+        std::islower(static_cast<unsigned char>(last[0])))
+      return ValueKind::Tensor;
+    if (name == "math." || name.starts_with("math.")) return ValueKind::Static;
+    return ValueKind::Unknown;
+  }
+  if (is_type(callee, "identifier")) {
+    if (callee_text == "len" || callee_text == "isinstance" || callee_text == "hasattr" || callee_text == "range" ||
+        callee_text == "getattr" || callee_text == "type" || callee_text == "str")
+      return ValueKind::Static;
+    if (callee_text == "int" || callee_text == "float" || callee_text == "bool") {
+      TSNode args = field(call, "arguments");
+      if (ts_node_named_child_count(args) == 1) {
+        ValueKind k = kind_of(ts_node_named_child(args, 0), fn);
+        if (k == ValueKind::Tensor || k == ValueKind::DataScalar) return ValueKind::DataScalar;
+        if (k == ValueKind::Static) return ValueKind::Static;
+      }
+      return ValueKind::Unknown;
+    }
+    ValueKind local = name_kind(callee_text, fn);
+    if (local == ValueKind::Module) return ValueKind::Tensor;
+    if (const ClassInfo* c = find_class(callee_text); c && c->is_module) return ValueKind::Module;
+  }
+  if (is_type(callee, "attribute")) {
+    TSNode object = field(callee, "object");
+    std::string method = text_of(document_, field(callee, "attribute"));
+    ValueKind object_kind = kind_of(object, fn);
+    if (object_kind == ValueKind::Tensor) {
+      if (one_of(std::string_view(method), kMetadataMethods)) return ValueKind::Static;
+      if (one_of(std::string_view(method), kDataMethods)) return ValueKind::DataScalar;
+      if (method == "numpy") return ValueKind::Unknown;
+      return ValueKind::Tensor;
+    }
+    if (object_kind == ValueKind::Module) {
+      if (method == "parameters" || method == "named_parameters" || method == "children" || method == "modules" ||
+          method == "state_dict" || method == "extra_repr")
+        return ValueKind::Unknown;
+      return ValueKind::Tensor;  // self.proj.forward(x), self.attn(x) handled below
+    }
+  }
+  // self.submodule(x) / layer(x): calling a module gives tensors.
+  ValueKind callee_kind = kind_of(callee, fn);
+  if (callee_kind == ValueKind::Module) return ValueKind::Tensor;
+  if (const FunctionInfo* target = resolve_callee(call, fn)) return target->return_kind;
+  return ValueKind::Unknown;
+}
+
+ValueKind SemanticModel::kind_of(TSNode expr, const FunctionInfo& fn) const {
+  expr = unparenthesize(expr);
+  if (ts_node_is_null(expr)) return ValueKind::Unknown;
+  auto t = type_of(expr);
+  if (t == "identifier") {
+    std::string name = text_of(document_, expr);
+    ValueKind k = name_kind(name, fn);
+    if (k == ValueKind::Unknown) {
+      if (auto it = module_globals_.find(name); it != module_globals_.end()) return it->second;
+    }
+    return k;
+  }
+  if (t == "integer" || t == "float" || t == "string" || t == "true" || t == "false" ||
+      t == "concatenated_string")
+    return ValueKind::Static;
+  if (t == "none") return ValueKind::None;
+  if (t == "attribute") {
+    TSNode object = field(expr, "object");
+    std::string attr = text_of(document_, field(expr, "attribute"));
+    if (is_type(object, "identifier") && text_of(document_, object) == "self") {
+      const FunctionInfo* top = &fn;
+      while (top->parent) top = top->parent;
+      return attribute_kind(top->owner, attr);
+    }
+    if (auto q = qualified_name(expr)) {
+      // torch.float16, torch.long, math.pi: constants.
+      if (q->starts_with("torch.") || q->starts_with("math.")) return ValueKind::Static;
+      return ValueKind::Unknown;
+    }
+    ValueKind ok = kind_of(object, fn);
+    if (ok == ValueKind::Tensor) {
+      if (one_of(std::string_view(attr), kMetadataAttributes)) return ValueKind::Static;
+      if (attr == "T" || attr == "mT" || attr == "H" || attr == "mH" || attr == "real" || attr == "imag" ||
+          attr == "data" || attr == "grad")
+        return ValueKind::Tensor;
+      return ValueKind::Unknown;
+    }
+    if (ok == ValueKind::Static) return ValueKind::Static;  // self.config.hidden_size, x.shape.numel
+    if (ok == ValueKind::Module) {
+      ValueKind k = ValueKind::Unknown;
+      // Attributes of submodules: weights are tensors, hyper-parameters are static.
+      if (attr == "weight" || attr == "bias") k = ValueKind::Tensor;
+      else if (attr == "training" || attr == "in_features" || attr == "out_features" || attr == "num_heads") k = ValueKind::Static;
+      return k;
+    }
+    return ValueKind::Unknown;
+  }
+  if (t == "call") return call_kind(expr, fn);
+  if (t == "binary_operator") {
+    ValueKind l = kind_of(field(expr, "left"), fn), r = kind_of(field(expr, "right"), fn);
+    if (l == ValueKind::Tensor || r == ValueKind::Tensor) return ValueKind::Tensor;
+    if (l == ValueKind::DataScalar || r == ValueKind::DataScalar) return ValueKind::DataScalar;
+    if (l == ValueKind::Static && r == ValueKind::Static) return ValueKind::Static;
+    return ValueKind::Unknown;
+  }
+  if (t == "unary_operator") return kind_of(field(expr, "argument"), fn);
+  if (t == "not_operator") {
+    ValueKind k = kind_of(field(expr, "argument"), fn);
+    if (k == ValueKind::Tensor || k == ValueKind::DataScalar) return ValueKind::DataScalar;
+    if (k == ValueKind::Static || k == ValueKind::None) return ValueKind::Static;
+    return ValueKind::Unknown;
+  }
+  if (t == "comparison_operator") {
+    // `is`, `is not`, `in`, `not in` compare identities or containers: static for Dynamo.
+    uint32_t n = ts_node_child_count(expr);
+    for (uint32_t i = 0; i < n; ++i) {
+      TSNode c = ts_node_child(expr, i);
+      if (ts_node_is_named(c)) continue;
+      auto op = type_of(c);
+      if (op == "is" || op == "in" || op == "not" || op == "is not" || op == "not in") return ValueKind::Static;
+    }
+    ValueKind result = ValueKind::Static;
+    for_each_named_child(expr, [&](TSNode operand) {
+      ValueKind k = kind_of(operand, fn);
+      if (k == ValueKind::Tensor) result = ValueKind::Tensor;
+      else if (k == ValueKind::DataScalar && result != ValueKind::Tensor) result = ValueKind::DataScalar;
+      else if ((k == ValueKind::Unknown || k == ValueKind::Module) && result == ValueKind::Static) result = ValueKind::Unknown;
+    });
+    return result;
+  }
+  if (t == "boolean_operator") {
+    ValueKind l = kind_of(field(expr, "left"), fn), r = kind_of(field(expr, "right"), fn);
+    return merge(l, r);
+  }
+  if (t == "conditional_expression") {
+    if (ts_node_named_child_count(expr) < 3) return ValueKind::Unknown;
+    return merge(kind_of(ts_node_named_child(expr, 0), fn), kind_of(ts_node_named_child(expr, 2), fn));
+  }
+  if (t == "subscript") {
+    ValueKind k = kind_of(field(expr, "value"), fn);
+    if (k == ValueKind::Tensor || k == ValueKind::Static) return k;
+    if (k == ValueKind::Module) return ValueKind::Module;  // self.layers[i]
+    return ValueKind::Unknown;
+  }
+  return ValueKind::Unknown;
+}
+
+void SemanticModel::mark_compiled_regions(Scope scope) {
+  std::vector<FunctionInfo*> work;
+  auto enter = [&](FunctionInfo* f, std::string description, ByteRange range) {
+    if (f->compiled) return;
+    f->compiled = true;
+    f->entry_description = std::move(description);
+    f->entry_range = range;
+    work.push_back(f);
+  };
+  for (auto& f : functions_) {
+    if (f->is_entry) enter(f.get(), f->entry_description, f->entry_range);
+    if (f->owner && f->owner->is_module && f->name == "forward")
+      enter(f.get(), "`forward` of nn.Module subclass `" + f->owner->name + "`", node_range(field(f->node, "name")));
+    if (scope == Scope::All && f->name != "__init__")
+      enter(f.get(), "function `" + f->qualified_name + "` (scope = \"all\")", node_range(field(f->node, "name")));
+  }
+  // torch.compile(fn) call sites anywhere in the file.
+  std::function<void(TSNode)> find_compile_calls = [&](TSNode node) {
+    if (is_type(node, "call")) {
+      auto q = qualified_name(field(node, "function"));
+      TSNode args = field(node, "arguments");
+      if (q && *q == "torch.compile" && ts_node_named_child_count(args) > 0) {
+        TSNode target = ts_node_named_child(args, 0);
+        std::string name = text_of(document_, target);
+        for (auto& f : functions_) {
+          if (!f->owner && !f->parent && f->name == name)
+            enter(f.get(), "function `" + name + "` passed to torch.compile", node_range(target));
+        }
+      }
+    }
+    for_each_named_child(node, find_compile_calls);
+  };
+  find_compile_calls(document_.root());
+  // Callees of compiled functions (and nested functions of compiled functions) are traced too.
+  while (!work.empty()) {
+    FunctionInfo* f = work.back();
+    work.pop_back();
+    for (auto& g : functions_) {
+      if (g->parent == f && !g->compiled) enter(g.get(), f->entry_description, f->entry_range);
+    }
+    walk_body(field(f->node, "body"), [&](TSNode node) {
+      if (!is_type(node, "call")) return;
+      const FunctionInfo* callee = resolve_callee(node, *f);
+      if (callee && !callee->compiled && !disabled_.count(callee) && callee->name != "__init__")
+        enter(const_cast<FunctionInfo*>(callee), f->entry_description, f->entry_range);
+    });
+  }
+}
+
+const FunctionInfo* SemanticModel::function_for(TSNode definition) const {
+  auto it = function_by_start_.find(ts_node_start_byte(definition));
+  return it == function_by_start_.end() ? nullptr : it->second;
+}
+
+const FunctionInfo* SemanticModel::function_containing(TSNode node) const {
+  for (TSNode n = ts_node_parent(node); !ts_node_is_null(n); n = ts_node_parent(n)) {
+    if (is_type(n, "function_definition")) return function_for(n);
+  }
+  return nullptr;
+}
+
+bool SemanticModel::is_dynamo_disabled(const FunctionInfo& function) const { return disabled_.count(&function) > 0; }
+
+std::optional<bool> SemanticModel::static_truth(TSNode condition) const {
+  condition = unparenthesize(condition);
+  if (is_type(condition, "not_operator")) {
+    auto inner = static_truth(field(condition, "argument"));
+    if (inner) return !*inner;
+    return std::nullopt;
+  }
+  if (is_type(condition, "call")) {
+    TSNode callee = field(condition, "function");
+    std::string text = text_of(document_, callee);
+    std::string_view last = text;
+    if (auto dot = last.rfind('.'); dot != std::string_view::npos) last = last.substr(dot + 1);
+    if (one_of(last, kCompilingChecks)) return true;
+    if (last == "is_scripting" || last == "is_tracing") return false;
+  }
+  if (is_type(condition, "identifier") && text_of(document_, condition) == "TYPE_CHECKING") return false;
+  if (is_type(condition, "boolean_operator")) {
+    auto l = static_truth(field(condition, "left"));
+    auto r = static_truth(field(condition, "right"));
+    std::string op = text_of(document_, field(condition, "operator"));
+    if (op == "and") {
+      if (l == false || r == false) return false;
+      if (l && r) return true;
+    } else {
+      if (l == true || r == true) return true;
+      if (l && r) return false;
+    }
+  }
+  return std::nullopt;
+}
+
+}  // namespace graphmend

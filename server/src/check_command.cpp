@@ -1,0 +1,349 @@
+// `graphmend check [PATH...]`: the engine over files, ruff-style.
+#include <dtl/dtl.hpp>
+
+#include <atomic>
+#include <filesystem>
+#include <iostream>
+#include <map>
+#include <mutex>
+#include <sstream>
+#include <thread>
+#include <variant>
+
+#include "cli/report.h"
+#include "cli/source_file.h"
+#include "commands.h"
+#include "graphmend/analysis/analyzer.h"
+#include "graphmend/transforms/fixer.h"
+
+namespace graphmend::cli {
+namespace fs = std::filesystem;
+
+namespace {
+
+constexpr const char* kUsage = R"(usage: graphmend check [OPTIONS] [PATH...]
+
+Report where torch.compile (TorchDynamo) will break the graph, and fix what can be fixed safely.
+PATH may be files or folders (searched recursively); `-` reads standard input.
+
+options:
+  --fix                    apply safe fixes in place (atomic writes; line endings, BOM and mode kept)
+  --unsafe-fixes           also apply fixes marked unsafe
+  --diff                   print the fixes as a unified diff and write nothing (exit 1 if any)
+  --select CODES           comma-separated rule codes or prefixes to enable (replaces the configuration's)
+  --extend-select CODES    codes or prefixes to enable in addition
+  --ignore CODES           codes or prefixes to disable
+  --scope compiled|all     only code torch.compile traces (default), or every function
+  --output-format FORMAT   text (default), concise, json, sarif, github
+  --statistics             print counts per rule instead of findings
+  --exit-zero              exit 0 even when graph breaks are found
+  --stdin-filename NAME    the name to report for `-` (and to look up configuration from)
+  --config FILE            use this pyproject.toml instead of searching upward
+  --no-config              ignore pyproject.toml files
+  -j, --jobs N             files checked in parallel (default: number of cores)
+
+exit status: 0 no findings, 1 findings (or a diff with --diff), 2 usage or internal error.
+)";
+
+struct Options {
+  std::vector<std::string> paths;
+  bool fix = false, unsafe = false, diff = false, statistics = false, exit_zero = false, no_config = false;
+  std::optional<std::vector<std::string>> select, extend_select, ignore;
+  std::optional<Scope> scope;
+  OutputFormat format = OutputFormat::Text;
+  std::string stdin_filename = "-";
+  std::optional<fs::path> config_file;
+  unsigned jobs = std::max(1u, std::thread::hardware_concurrency());
+};
+
+struct UsageError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+std::vector<std::string> split_codes(const std::string& s) {
+  std::vector<std::string> out;
+  std::stringstream ss(s);
+  std::string item;
+  while (std::getline(ss, item, ',')) {
+    while (!item.empty() && item.front() == ' ') item.erase(0, 1);
+    while (!item.empty() && item.back() == ' ') item.pop_back();
+    if (item.empty()) continue;
+    bool known = item == "ALL" || std::any_of(all_rules().begin(), all_rules().end(), [&](const RuleInfo* r) {
+                   return r->code.starts_with(item);
+                 });
+    if (!known) throw UsageError("unknown rule selector `" + item + "` (see `graphmend rule --all`)");
+    out.push_back(item);
+  }
+  return out;
+}
+
+Options parse(const std::vector<std::string>& args) {
+  Options o;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    auto value = [&](const std::string& name) -> std::string {
+      auto eq = a.find('=');
+      if (eq != std::string::npos && a.starts_with("--")) return a.substr(eq + 1);
+      if (i + 1 >= args.size()) throw UsageError(name + " needs a value");
+      return args[++i];
+    };
+    std::string key = a.starts_with("--") ? a.substr(0, a.find('=')) : a;
+    if (key == "--fix") o.fix = true;
+    else if (key == "--unsafe-fixes") o.unsafe = true;
+    else if (key == "--diff") o.diff = true;
+    else if (key == "--statistics") o.statistics = true;
+    else if (key == "--exit-zero") o.exit_zero = true;
+    else if (key == "--no-config") o.no_config = true;
+    else if (key == "--select") o.select = split_codes(value(key));
+    else if (key == "--extend-select") o.extend_select = split_codes(value(key));
+    else if (key == "--ignore") o.ignore = split_codes(value(key));
+    else if (key == "--stdin-filename") o.stdin_filename = value(key);
+    else if (key == "--config") o.config_file = value(key);
+    else if (key == "--scope") {
+      std::string s = value(key);
+      if (s != "compiled" && s != "all") throw UsageError("--scope must be `compiled` or `all`");
+      o.scope = s == "all" ? Scope::All : Scope::Compiled;
+    } else if (key == "-j" || key == "--jobs") {
+      std::string s = value(key);
+      try {
+        o.jobs = static_cast<unsigned>(std::max(1, std::stoi(s)));
+      } catch (const std::exception&) {
+        throw UsageError("--jobs takes a number, not `" + s + "`");
+      }
+    } else if (key == "--output-format") {
+      std::string f = value(key);
+      static const std::map<std::string, OutputFormat> formats{{"text", OutputFormat::Text},
+                                                               {"full", OutputFormat::Text},
+                                                               {"concise", OutputFormat::Concise},
+                                                               {"json", OutputFormat::Json},
+                                                               {"sarif", OutputFormat::Sarif},
+                                                               {"github", OutputFormat::Github}};
+      auto it = formats.find(f);
+      if (it == formats.end()) throw UsageError("unknown output format `" + f + "` (text, concise, json, sarif, github)");
+      o.format = it->second;
+    } else if (a == "-h" || a == "--help") {
+      std::cout << kUsage;
+      std::exit(0);
+    } else if (a.starts_with("-") && a != "-") {
+      throw UsageError("unknown option `" + a + "`");
+    } else {
+      o.paths.push_back(a);
+    }
+  }
+  if (o.paths.empty()) o.paths.push_back(".");
+  if (o.fix && o.diff) o.fix = false;  // --diff wins: it never writes
+  return o;
+}
+
+// Configuration per folder: nearest pyproject.toml with [tool.graphmend], then command-line overrides.
+class ConfigResolver {
+ public:
+  explicit ConfigResolver(const Options& o) : options_(o) {
+    if (o.config_file) base_ = load_pyproject(*o.config_file);
+  }
+
+  Config for_file(const fs::path& file) {
+    Config c;
+    if (base_) {
+      c = *base_;
+    } else if (!options_.no_config) {
+      fs::path dir = fs::absolute(file).parent_path();
+      std::lock_guard lock(mutex_);
+      auto it = cache_.find(dir);
+      if (it == cache_.end()) {
+        auto found = find_pyproject(dir);
+        it = cache_.emplace(dir, found ? load_pyproject(*found) : Config{}).first;
+      }
+      c = it->second;
+    }
+    if (options_.select) c.select = *options_.select;
+    if (options_.extend_select) c.extend_select.insert(c.extend_select.end(), options_.extend_select->begin(), options_.extend_select->end());
+    if (options_.ignore) c.ignore.insert(c.ignore.end(), options_.ignore->begin(), options_.ignore->end());
+    if (options_.scope) c.scope = *options_.scope;
+    return c;
+  }
+
+ private:
+  const Options& options_;
+  std::optional<Config> base_;
+  std::mutex mutex_;
+  std::map<fs::path, Config> cache_;
+};
+
+std::vector<std::string> split_lines(const std::string& text) {
+  std::vector<std::string> lines;
+  std::string cur;
+  for (char c : text) {
+    if (c == '\n') {
+      if (!cur.empty() && cur.back() == '\r') cur.pop_back();
+      lines.push_back(cur);
+      cur.clear();
+    } else {
+      cur += c;
+    }
+  }
+  if (!cur.empty()) lines.push_back(cur);
+  return lines;
+}
+
+void write_unified_diff(std::ostream& out, const std::string& path, const std::string& before, const std::string& after) {
+  std::vector<std::string> a = split_lines(before), b = split_lines(after);
+  dtl::Diff<std::string, std::vector<std::string>> diff(a, b);
+  diff.compose();
+  diff.composeUnifiedHunks();
+  out << "--- " << path << "\n+++ " << path << "\n";
+  diff.printUnifiedFormat(out);
+}
+
+struct Outcome {
+  FileReport report;
+  std::string error;      // read/config error for this file
+  std::string diff;       // --diff output
+  bool changed = false;
+};
+
+Outcome check_one(const fs::path& path, const std::optional<std::string>& stdin_bytes, const Options& o,
+                  ConfigResolver& configs) {
+  Outcome out;
+  out.report.path = path.string();
+  auto read = stdin_bytes ? source_from_bytes(path, *stdin_bytes) : read_source(path);
+  if (auto* err = std::get_if<ReadError>(&read)) {
+    out.error = err->message;
+    return out;
+  }
+  SourceFile source = std::get<SourceFile>(std::move(read));
+  Config config;
+  try {
+    config = configs.for_file(path);
+  } catch (const ConfigError& e) {
+    out.error = e.what();
+    return out;
+  }
+  Document document(path.string(), source.text);
+  for (ByteRange r : document.error_ranges()) out.report.syntax_errors.push_back({r, "invalid syntax"});
+
+  if ((o.fix || o.diff) && document.has_syntax_errors()) {
+    // Never touch a file we could not fully read; report what we can.
+  } else if (o.fix || o.diff) {
+    FixAllResult fixed = fix_all(path.string(), source.text, config, FixOptions{o.unsafe, 8});
+    if (fixed.changed) {
+      out.changed = true;
+      if (o.diff) {
+        std::ostringstream ss;
+        write_unified_diff(ss, path.string(), source.text, fixed.text);
+        out.diff = ss.str();
+      } else if (stdin_bytes) {
+        out.diff = fixed.text;  // --fix on stdin writes the fixed text to stdout
+      } else if (auto err = write_source_atomically(source, fixed.text)) {
+        out.error = *err;
+        out.changed = false;
+      } else {
+        out.report.fixed = fixed.applied;
+      }
+    }
+    if (o.fix && out.changed) {
+      out.report.text = fixed.text;
+      out.report.findings = std::move(fixed.remaining);
+      return out;
+    }
+  }
+  Analysis analysis = analyze(document, config);
+  attach_fixes(document, analysis);
+  out.report.text = source.text;
+  out.report.findings = std::move(analysis.findings);
+  return out;
+}
+
+}  // namespace
+
+int run_check(const std::vector<std::string>& args) {
+  Options o;
+  try {
+    o = parse(args);
+  } catch (const UsageError& e) {
+    std::cerr << "graphmend check: " << e.what() << "\n\n" << kUsage;
+    return 2;
+  }
+  std::unique_ptr<ConfigResolver> configs;
+  try {
+    configs = std::make_unique<ConfigResolver>(o);
+  } catch (const ConfigError& e) {
+    std::cerr << "error: " << e.what() << "\n";
+    return 2;
+  }
+
+  std::vector<std::string> errors;
+  std::vector<fs::path> files;
+  std::optional<std::string> stdin_bytes;
+  std::vector<fs::path> roots;
+  for (const auto& p : o.paths) {
+    if (p == "-") {
+      std::ostringstream ss;
+      ss << std::cin.rdbuf();
+      stdin_bytes = ss.str();
+    } else {
+      roots.emplace_back(p);
+    }
+  }
+  if (stdin_bytes && !roots.empty()) {
+    std::cerr << "graphmend check: `-` cannot be combined with other paths\n";
+    return 2;
+  }
+  if (stdin_bytes) files.push_back(o.stdin_filename);
+  else files = discover_python_files(roots, errors);
+
+  std::vector<Outcome> outcomes(files.size());
+  std::atomic<size_t> next{0};
+  auto worker = [&] {
+    for (size_t i = next++; i < files.size(); i = next++) {
+      try {
+        outcomes[i] = check_one(files[i], stdin_bytes, o, *configs);
+      } catch (const std::exception& e) {
+        outcomes[i].report.path = files[i].string();
+        outcomes[i].error = files[i].string() + ": internal error: " + e.what();
+      }
+    }
+  };
+  unsigned n_threads = std::min<unsigned>(o.jobs, static_cast<unsigned>(std::max<size_t>(1, files.size())));
+  std::vector<std::thread> pool;
+  for (unsigned t = 1; t < n_threads; ++t) pool.emplace_back(worker);
+  worker();
+  for (auto& t : pool) t.join();
+
+  std::vector<FileReport> reports;
+  bool any_diff = false, internal_error = false;
+  for (auto& out : outcomes) {
+    if (!out.error.empty()) {
+      errors.push_back(out.error);
+      if (out.error.find("internal error") != std::string::npos) internal_error = true;
+      continue;
+    }
+    if (o.diff && out.changed) {
+      std::cout << out.diff;
+      any_diff = true;
+    } else if (o.fix && stdin_bytes) {
+      std::cout << (out.changed ? out.diff : *stdin_bytes);
+    }
+    reports.push_back(std::move(out.report));
+  }
+  for (const auto& e : errors) std::cerr << "error: " << e << "\n";
+
+  size_t findings = 0;
+  for (const auto& r : reports) findings += r.findings.size() + r.syntax_errors.size();
+  if (o.diff) {
+    if (!any_diff) std::cerr << "No fixes available.\n";
+  } else if (o.fix && stdin_bytes) {
+    // stdout carries the fixed source; the summary goes to stderr.
+    write_report(std::cerr, OutputFormat::Concise, reports, false);
+  } else if (o.statistics) {
+    write_statistics(std::cout, reports, o.format == OutputFormat::Json);
+  } else {
+    write_report(std::cout, o.format, reports, true);
+  }
+  if (internal_error) return 2;
+  if (o.diff) return any_diff && !o.exit_zero ? 1 : 0;
+  if (!errors.empty() && !o.exit_zero) return 1;
+  return findings > 0 && !o.exit_zero ? 1 : 0;
+}
+
+}  // namespace graphmend::cli

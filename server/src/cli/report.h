@@ -1,0 +1,42 @@
+// Output of `graphmend check`: text, concise, JSON (ruff's shape), SARIF 2.1.0, GitHub annotations.
+#pragma once
+
+#include <filesystem>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "graphmend/analysis/finding.h"
+#include "graphmend/analysis/text.h"
+
+namespace graphmend::cli {
+
+struct SyntaxProblem {
+  ByteRange range;
+  std::string message;
+};
+
+// Everything the reporters need about one checked file (the text is the one findings refer to).
+struct FileReport {
+  std::string path;
+  std::string text;
+  std::vector<Finding> findings;
+  std::vector<SyntaxProblem> syntax_errors;
+  int fixed = 0;  // fixes applied by --fix
+};
+
+enum class OutputFormat { Text, Concise, Json, Sarif, Github };
+
+struct Location {
+  uint32_t row;     // 1-based
+  uint32_t column;  // 1-based, in characters (code points)
+};
+Location location_of(const LineIndex& lines, uint32_t offset);
+
+nlohmann::json finding_to_ruff_json(const FileReport& file, const LineIndex& lines, const Finding& finding);
+void write_report(std::ostream& out, OutputFormat format, const std::vector<FileReport>& files, bool show_fixes);
+void write_statistics(std::ostream& out, const std::vector<FileReport>& files, bool json);
+
+}  // namespace graphmend::cli

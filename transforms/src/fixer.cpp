@@ -1,0 +1,83 @@
+#include "graphmend/transforms/fixer.h"
+
+#include <algorithm>
+
+#include "transform.h"
+
+namespace graphmend {
+
+void attach_fixes(const Document& document, Analysis& analysis) {
+  if (!analysis.model) return;
+  for (Finding& finding : analysis.findings) {
+    finding.fix.reset();
+    finding.no_fix_reason.clear();
+    for (const Transform* t : registered_transforms()) {
+      if (std::find(t->codes.begin(), t->codes.end(), finding.rule->code) == t->codes.end()) continue;
+      TransformResult result = t->apply(TransformContext{document, *analysis.model, finding});
+      if (auto* fix = std::get_if<Fix>(&result)) {
+        finding.fix = std::move(*fix);
+        finding.no_fix_reason.clear();
+        break;
+      }
+      finding.no_fix_reason = std::get<Refusal>(result).reason;
+    }
+    if (!finding.fix && finding.no_fix_reason.empty()) finding.no_fix_reason = std::string(finding.rule->fix_summary);
+  }
+}
+
+namespace {
+
+// Picks fixes whose edits overlap no edit already chosen (earlier findings first).
+std::vector<TextEdit> non_overlapping_edits(const std::vector<Finding>& findings, const FixOptions& options,
+                                            int& chosen) {
+  std::vector<TextEdit> edits;
+  for (const Finding& f : findings) {
+    if (!f.fix || f.fix->edits.empty()) continue;
+    if (f.fix->applicability == Applicability::DisplayOnly) continue;
+    if (f.fix->applicability == Applicability::Unsafe && !options.unsafe) continue;
+    bool clash = false;
+    for (const TextEdit& e : f.fix->edits) {
+      for (const TextEdit& taken : edits) {
+        // Two insertions at one point, or touching ranges, are treated as clashing to keep order obvious.
+        if (e.range.start < taken.range.end + 1 && taken.range.start < e.range.end + 1) clash = true;
+      }
+    }
+    if (clash) continue;
+    edits.insert(edits.end(), f.fix->edits.begin(), f.fix->edits.end());
+    ++chosen;
+  }
+  return edits;
+}
+
+}  // namespace
+
+FixAllResult fix_all(const std::string& path, const std::string& text, const Config& config,
+                     const FixOptions& options) {
+  FixAllResult result;
+  result.text = text;
+  Document document(path, text);
+  Analysis analysis = analyze(document, config);
+  attach_fixes(document, analysis);
+  if (document.has_syntax_errors()) {
+    result.remaining = std::move(analysis.findings);
+    return result;  // never fix a file we could not fully read
+  }
+  for (int pass = 0; pass < options.max_passes; ++pass) {
+    int chosen = 0;
+    std::vector<TextEdit> edits = non_overlapping_edits(analysis.findings, options, chosen);
+    if (edits.empty()) break;
+    std::string next = apply_edits(result.text, edits);
+    Document candidate(path, next);
+    if (candidate.has_syntax_errors() || next == result.text) break;  // drop a pass that breaks the file
+    result.text = std::move(next);
+    result.applied += chosen;
+    document = std::move(candidate);
+    analysis = analyze(document, config);
+    attach_fixes(document, analysis);
+  }
+  result.changed = result.text != text;
+  result.remaining = std::move(analysis.findings);
+  return result;
+}
+
+}  // namespace graphmend
