@@ -194,7 +194,7 @@ describe(`graphmend server (${serverBinary()}) as the VS Code extension drives i
       for (const d of diagnostics) {
         assert.equal(d.source, 'graphmend');
         assert.match(String(d.code), /^GM\d{3}$/);
-        assert.ok(d.codeDescription?.href.startsWith('http'), 'a link to the rule page');
+        assert.match(d.codeDescription?.href ?? '', /^(https?|file):\/\//, 'a link to the rule page');
         assert.ok((typeof d.message === 'string' ? d.message : d.message.value).length > 0);
       }
     });
