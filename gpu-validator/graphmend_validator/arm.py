@@ -563,8 +563,28 @@ def user_location(tb, user_files):
     return found
 
 
+def watch_parent():
+    """Kills this arm's process group when the validator that started it goes away."""
+    import signal
+    import threading
+
+    parent = os.getppid()
+
+    def loop():
+        while True:
+            time.sleep(0.5)
+            if os.getppid() != parent:
+                try:
+                    os.killpg(os.getpgrp(), signal.SIGKILL)
+                finally:
+                    os._exit(4)
+
+    threading.Thread(target=loop, name="graphmend-parent-watch", daemon=True).start()
+
+
 def main(argv):
     spec_path = argv[0]
+    watch_parent()
     with open(spec_path, encoding="utf-8") as handle:
         spec = json.load(handle)
     result = {"ok": False, "role": spec["role"], "arm": spec.get("arm"), "pid": os.getpid()}

@@ -11,6 +11,7 @@ old, CUDA requested but absent), -32800 request cancelled, -32603 internal error
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import threading
@@ -212,6 +213,8 @@ class Server:
         python = self.python
         if isinstance(params, dict) and isinstance(params.get("python"), str):
             python = params["python"]
+        # Arms run in the target's folder: a relative interpreter path must not depend on our cwd.
+        python = os.path.abspath(python) if os.sep in python else (shutil.which(python) or python)
         probe = probe_interpreter(python)
         if probe.get("error"):
             err = probe["error"]

@@ -227,16 +227,20 @@ class Validation:
         stdout_path = os.path.join(folder, "stdout.txt")
         stderr_path = os.path.join(folder, "stderr.txt")
         started = time.monotonic()
-        with open(stdout_path, "wb") as out, open(stderr_path, "wb") as err:
-            proc = subprocess.Popen(
-                [self.python, "-m", "graphmend_validator.arm", spec_path],
-                stdin=subprocess.DEVNULL,
-                stdout=out,
-                stderr=err,
-                env=env,
-                cwd=os.path.dirname(self.file),
-                start_new_session=True,  # its own process group: killed as a whole
-            )
+        try:
+            with open(stdout_path, "wb") as out, open(stderr_path, "wb") as err:
+                proc = subprocess.Popen(
+                    [self.python, "-m", "graphmend_validator.arm", spec_path],
+                    stdin=subprocess.DEVNULL,
+                    stdout=out,
+                    stderr=err,
+                    env=env,
+                    cwd=os.path.dirname(self.file),
+                    start_new_session=True,  # its own process group: killed as a whole
+                )
+        except OSError as exc:
+            return {"ok": False, "wall_s": 0.0,
+                    "error": {"kind": "spawn_failed", "arm": arm or role, "message": f"cannot start {self.python}: {exc}"}}
         killed = None
         peak_rss = 0
         next_rss_check = 0.0

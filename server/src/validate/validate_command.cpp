@@ -1,0 +1,410 @@
+#include "validate/validate_command.h"
+
+#include <signal.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <charconv>
+#include <cmath>
+#include <csignal>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <optional>
+#include <sstream>
+#include <thread>
+
+#include "graphmend/analysis/config.h"
+#include "graphmend/transforms/fixer.h"
+#include "validate/report.h"
+#include "validate/validator_client.h"
+
+namespace graphmend::validate {
+namespace fs = std::filesystem;
+
+namespace {
+
+constexpr int kExitOk = 0;
+constexpr int kExitOutputsDiffer = 1;
+constexpr int kExitUserCode = 2;
+constexpr int kExitEnvironment = 3;
+constexpr int kExitInterrupted = 130;
+
+constexpr const char* kUsage = R"(usage: graphmend validate TARGET [options]
+
+Runs the original and the fixed model under torch.compile, each measured arm in a fresh process,
+and reports graphs, graph breaks, output equality, cold-start and steady-state times.
+
+TARGET is path/to/file.py::factory, where factory() returns (callable_or_module, args) or
+(callable, args, kwargs).
+
+options:
+  --fixed FILE|auto|none  the fixed source: a file, graphmend's safe fixes (auto, default), or none
+                          (measure the original only)
+  --python PY             interpreter with torch (default: a .venv above the target or the current
+                          folder, then python3)
+  --device auto|cpu|cuda  (default auto: cuda when torch sees one)
+  --backend NAME          torch.compile backend: inductor (default) or eager
+  --repeats N             measured runs per arm, alternated (default 3)
+  --timeout S             time limit per arm in seconds (default 600)
+  --mode eval|train       eval + no_grad (default) or train (forward and backward)
+  --json                  print one JSON object instead of the table
+  --report DIR            write DIR/validation.json and DIR/report.html
+  --quiet                 no progress on stderr
+
+exit status: 0 validated (outputs equal), 1 outputs differ, 2 user code raised, hung, exited or
+crashed, 3 usage or environment error, 130 interrupted
+)";
+
+volatile std::sig_atomic_t g_interrupted = 0;
+
+extern "C" void on_interrupt(int) { g_interrupted = 1; }
+
+struct Options {
+  std::string target;
+  std::string fixed = "auto";
+  std::string python;
+  std::string device = "auto";
+  std::string backend = "inductor";
+  int repeats = 3;
+  double timeout_s = 600;
+  std::string mode = "eval";
+  bool json_output = false;
+  bool quiet = false;
+  std::optional<fs::path> report_dir;
+};
+
+
+std::optional<Options> parse_args(const std::vector<std::string>& args, std::string& error, bool& help) {
+  Options options;
+  bool have_target = false;
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    std::string arg = args[i];
+    std::optional<std::string> inline_value;
+    if (arg.starts_with("--") && arg.find('=') != std::string::npos) {
+      inline_value = arg.substr(arg.find('=') + 1);
+      arg = arg.substr(0, arg.find('='));
+    }
+    auto value = [&]() -> std::optional<std::string> {
+      if (inline_value) return inline_value;
+      if (i + 1 >= args.size()) {
+        error = arg + " needs a value";
+        return std::nullopt;
+      }
+      return args[++i];
+    };
+    if (arg == "-h" || arg == "--help") {
+      help = true;
+      return std::nullopt;
+    }
+    if (arg == "--json") {
+      options.json_output = true;
+    } else if (arg == "--quiet" || arg == "-q") {
+      options.quiet = true;
+    } else if (arg == "--fixed" || arg == "--python" || arg == "--device" || arg == "--backend" || arg == "--repeats" ||
+               arg == "--timeout" || arg == "--mode" || arg == "--report") {
+      auto v = value();
+      if (!v) return std::nullopt;
+      if (arg == "--fixed") {
+        options.fixed = *v;
+      } else if (arg == "--python") {
+        options.python = *v;
+      } else if (arg == "--device") {
+        if (*v != "auto" && *v != "cpu" && !v->starts_with("cuda")) {
+          error = "--device must be auto, cpu or cuda, got `" + *v + "`";
+          return std::nullopt;
+        }
+        options.device = *v;
+      } else if (arg == "--backend") {
+        if (v->empty()) {
+          error = "--backend needs a backend name (inductor or eager)";
+          return std::nullopt;
+        }
+        options.backend = *v;
+      } else if (arg == "--repeats") {
+        int n = 0;
+        auto [end, ec] = std::from_chars(v->data(), v->data() + v->size(), n);
+        if (ec != std::errc() || end != v->data() + v->size() || n < 1 || n > 1000) {
+          error = "--repeats must be a whole number from 1 to 1000, got `" + *v + "`";
+          return std::nullopt;
+        }
+        options.repeats = n;
+      } else if (arg == "--timeout") {
+        char* end = nullptr;
+        const double s = std::strtod(v->c_str(), &end);
+        if (v->empty() || end != v->c_str() + v->size() || !std::isfinite(s) || s <= 0) {
+          error = "--timeout must be a positive number of seconds, got `" + *v + "`";
+          return std::nullopt;
+        }
+        options.timeout_s = s;
+      } else if (arg == "--mode") {
+        if (*v != "eval" && *v != "train") {
+          error = "--mode must be eval or train, got `" + *v + "`";
+          return std::nullopt;
+        }
+        options.mode = *v;
+      } else if (arg == "--report") {
+        options.report_dir = fs::path(*v);
+      }
+    } else if (arg.starts_with("-") && arg != "-") {
+      error = "unknown option `" + arg + "`";
+      return std::nullopt;
+    } else if (!have_target) {
+      options.target = arg;
+      have_target = true;
+    } else {
+      error = "only one TARGET is allowed (got `" + options.target + "` and `" + arg + "`)";
+      return std::nullopt;
+    }
+  }
+  if (!have_target) {
+    error = "missing TARGET (path/to/file.py::factory)";
+    return std::nullopt;
+  }
+  return options;
+}
+
+// Splits and checks `path::factory`; returns the absolute file, or an error message.
+std::optional<std::pair<fs::path, std::string>> split_target(const std::string& target, std::string& error) {
+  const auto sep = target.rfind("::");
+  if (sep == std::string::npos) {
+    error = "target must be path/to/file.py::factory, got `" + target + "`";
+    return std::nullopt;
+  }
+  fs::path file = target.substr(0, sep);
+  std::string factory = target.substr(sep + 2);
+  if (factory.empty()) {
+    error = "target `" + target + "` names no factory after `::`";
+    return std::nullopt;
+  }
+  if (file.extension() != ".py") {
+    error = "target file `" + file.string() + "` is not a .py file";
+    return std::nullopt;
+  }
+  std::error_code ec;
+  if (!fs::is_regular_file(file, ec)) {
+    error = "target file `" + file.string() + "` does not exist";
+    return std::nullopt;
+  }
+  return std::make_pair(fs::absolute(file, ec).lexically_normal(), factory);
+}
+
+std::optional<std::string> read_file(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return std::nullopt;
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+// A private temporary folder, removed when this object goes.
+class TempDir {
+ public:
+  TempDir() {
+    std::string pattern = (fs::temp_directory_path() / "graphmend-fixed-XXXXXX").string();
+    if (::mkdtemp(pattern.data()) != nullptr) path_ = pattern;
+  }
+  ~TempDir() {
+    std::error_code ec;
+    if (!path_.empty()) fs::remove_all(path_, ec);
+  }
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  const fs::path& path() const { return path_; }
+
+ private:
+  fs::path path_;
+};
+
+int fail(const Options* options, const std::string& kind, const std::string& message, int code) {
+  if (options != nullptr && options->json_output) {
+    json out = {{"ok", false}, {"error", {{"kind", kind}, {"message", message}}}, {"exit_code", code}};
+    std::cout << out.dump(2) << "\n";
+  }
+  std::cerr << "graphmend validate: " << message << "\n";
+  return code;
+}
+
+int exit_code_for(const json& result) {
+  if (!result.value("ok", false)) {
+    const json& error = result.contains("error") ? result["error"] : json::object();
+    const std::string kind = error.is_object() ? error.value("kind", std::string()) : std::string();
+    if (kind == "bad_target" || kind == "bad_factory") return kExitEnvironment;
+    return kExitUserCode;
+  }
+  if (result.contains("outputs_match") && result["outputs_match"].is_boolean() && !result["outputs_match"].get<bool>()) {
+    return kExitOutputsDiffer;
+  }
+  return kExitOk;
+}
+
+}  // namespace
+
+int run_validate_command(const std::vector<std::string>& args) {
+  std::string error;
+  bool help = false;
+  auto parsed = parse_args(args, error, help);
+  if (help) {
+    std::cout << kUsage;
+    return kExitOk;
+  }
+  if (!parsed) {
+    std::cerr << "graphmend validate: " << error << "\n\n" << kUsage;
+    return kExitEnvironment;
+  }
+  Options options = *parsed;
+  auto target = split_target(options.target, error);
+  if (!target) return fail(&options, "bad_target", error, kExitEnvironment);
+  const auto& [target_file, factory] = *target;
+
+  // The fixed arm's source.
+  std::optional<TempDir> temp;
+  std::string fixed_mode = options.fixed;
+  json fixed_source = nullptr;
+  int fixes_applied = 0;
+  std::error_code ec;
+  if (options.fixed == "none") {
+    fixed_mode = "none";
+  } else if (options.fixed == "auto") {
+    auto text = read_file(target_file);
+    if (!text) return fail(&options, "bad_target", "cannot read " + target_file.string(), kExitEnvironment);
+    Config config;
+    if (auto pyproject = find_pyproject(target_file)) {
+      try {
+        config = load_pyproject(*pyproject);
+      } catch (const ConfigError& e) {
+        return fail(&options, "config", e.what(), kExitEnvironment);
+      }
+    }
+    const FixAllResult fixed = fix_all(target_file.string(), *text, config, FixOptions{});
+    fixes_applied = fixed.applied;
+    fs::path folder;
+    if (options.report_dir) {
+      folder = *options.report_dir / "fixed";
+      fs::create_directories(folder, ec);
+    } else {
+      temp.emplace();
+      folder = temp->path();
+    }
+    if (folder.empty() || ec) return fail(&options, "io", "cannot create a folder for the fixed source", kExitEnvironment);
+    const fs::path fixed_path = fs::absolute(folder / target_file.filename(), ec);
+    {
+      std::ofstream out(fixed_path, std::ios::binary | std::ios::trunc);
+      out << fixed.text;
+      if (!out) return fail(&options, "io", "cannot write " + fixed_path.string(), kExitEnvironment);
+    }
+    fixed_source = fixed_path.string();
+    if (!options.quiet && !options.json_output) {
+      std::cerr << "graphmend validate: " << fixes_applied << " safe fix" << (fixes_applied == 1 ? "" : "es")
+                << " applied to " << target_file.filename().string() << " (" << fixed.remaining.size()
+                << " finding" << (fixed.remaining.size() == 1 ? "" : "s") << " left)\n";
+    }
+  } else {
+    fixed_mode = "file";
+    if (!fs::is_regular_file(options.fixed, ec)) {
+      return fail(&options, "bad_fixed", "fixed source `" + options.fixed + "` does not exist", kExitEnvironment);
+    }
+    fixed_source = fs::absolute(options.fixed, ec).lexically_normal().string();
+  }
+
+  const std::string python = discover_python(options.python, target_file, fs::current_path(ec));
+  ValidatorClient client;
+  json info;
+  try {
+    info = client.start(python);
+  } catch (const ValidatorError& e) {
+    return fail(&options, e.kind(), e.what(), kExitEnvironment);
+  }
+
+  json params = {
+      {"target", target_file.string() + "::" + factory},
+      {"fixed_source", fixed_source},
+      {"device", options.device},
+      {"backend", options.backend},
+      {"repeats", options.repeats},
+      {"timeout_s", options.timeout_s},
+      {"mode", options.mode},
+  };
+
+  // Ctrl-C / SIGTERM: cancel the request; the validator kills the running arm's process group.
+  g_interrupted = 0;
+  struct sigaction action {};
+  action.sa_handler = on_interrupt;
+  sigemptyset(&action.sa_mask);
+  struct sigaction old_int {}, old_term {};
+  ::sigaction(SIGINT, &action, &old_int);
+  ::sigaction(SIGTERM, &action, &old_term);
+  std::stop_source cancel;
+  std::jthread watcher([&cancel](std::stop_token stop) {
+    while (!stop.stop_requested()) {
+      if (g_interrupted != 0) {
+        cancel.request_stop();
+        return;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+  });
+  auto restore = [&] {
+    watcher.request_stop();
+    if (watcher.joinable()) watcher.join();
+    ::sigaction(SIGINT, &old_int, nullptr);
+    ::sigaction(SIGTERM, &old_term, nullptr);
+  };
+
+  const int arms = fixed_source.is_null() ? 1 : 2;
+  const auto deadline = std::chrono::seconds(
+      static_cast<long long>((options.timeout_s + 120.0) * (options.repeats * arms + 1)) + 300);
+  auto on_progress = [&](const Progress& progress) {
+    if (options.quiet || progress.kind != "report") return;
+    std::cerr << "graphmend validate: " << progress.message;
+    if (progress.percentage >= 0) std::cerr << " (" << progress.percentage << "%)";
+    std::cerr << "\n";
+  };
+  json result;
+  try {
+    result = client.validate(params, on_progress, cancel.get_token(), deadline);
+  } catch (const ValidatorError& e) {
+    restore();
+    client.stop();
+    if (e.kind() == "cancelled") return fail(&options, "cancelled", "interrupted; the running arm was killed", kExitInterrupted);
+    const int code = (e.kind() == "validator_died" || e.kind() == "timeout" || e.kind() == "internal") ? kExitUserCode
+                                                                                                      : kExitEnvironment;
+    return fail(&options, e.kind(), e.what(), code);
+  }
+  restore();
+  client.stop();
+
+  result["fixed_mode"] = fixed_mode;
+  if (fixed_mode == "auto") result["fixes_applied"] = fixes_applied;
+  result["validator"] = info;
+  const int code = exit_code_for(result);
+  result["exit_code"] = code;
+  if (options.report_dir) {
+    try {
+      write_report(*options.report_dir, result);
+    } catch (const std::exception& e) {
+      return fail(&options, "io", e.what(), kExitEnvironment);
+    }
+  }
+  if (options.json_output) {
+    std::cout << result.dump(2) << "\n";
+  } else {
+    std::cout << format_table(result);
+    if (options.report_dir) std::cout << "\nreport: " << (*options.report_dir / "report.html").string() << "\n";
+  }
+  if (!result.value("ok", false) && !options.json_output) {
+    const json& err = result["error"];
+    const std::string stderr_tail = err.is_object() ? err.value("stderr_tail", std::string()) : std::string();
+    const std::string traceback = err.is_object() ? err.value("traceback", std::string()) : std::string();
+    const std::string& detail = traceback.empty() ? stderr_tail : traceback;
+    if (!detail.empty()) {
+      // The last lines are the ones that say what happened.
+      std::string tail = detail.size() > 1500 ? detail.substr(detail.size() - 1500) : detail;
+      std::cerr << tail << (tail.ends_with('\n') ? "" : "\n");
+    }
+  }
+  return code;
+}
+
+}  // namespace graphmend::validate
