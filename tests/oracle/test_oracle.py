@@ -1,0 +1,70 @@
+"""graphmend check against real Dynamo, fixture by fixture.
+
+For every fixture: `$GRAPHMEND_BIN check --output-format json --exit-zero FIXTURE` (default
+build/graphmend under the repo root) must report exactly the `# expect:` (row, code) pairs, and its
+set of rows must equal the lines where torch 2.13 Dynamo breaks when running example().
+A missing binary is a failure, not a skip.
+"""
+import json
+
+import pytest
+
+from fixture_support import dynamo_report, fixture_ids, fixture_paths, markers, run_graphmend
+
+PATHS = fixture_paths()
+
+
+def _check_json(path):
+    proc = run_graphmend("check", "--output-format", "json", "--exit-zero", str(path))
+    assert proc.returncode == 0, (f"graphmend check --exit-zero exited {proc.returncode} on {path.name}\n"
+                                  f"stderr:\n{proc.stderr}")
+    try:
+        findings = json.loads(proc.stdout)
+    except json.JSONDecodeError as exc:
+        raise AssertionError(f"graphmend printed invalid JSON for {path.name}: {exc}\n{proc.stdout[:2000]}")
+    assert isinstance(findings, list), f"JSON output must be a list (ruff's shape), got {type(findings)}"
+    return findings
+
+
+def _validate_shape(finding, path):
+    for key in ("code", "message", "filename", "location", "end_location", "fix", "url", "noqa_row"):
+        assert key in finding, f"{path.name}: finding lacks {key!r}: {finding}"
+    assert isinstance(finding["code"], str) and finding["code"].startswith("GM"), finding
+    assert isinstance(finding["message"], str) and finding["message"].strip(), finding
+    for key in ("location", "end_location"):
+        loc = finding[key]
+        assert isinstance(loc.get("row"), int) and loc["row"] >= 1, f"{key} rows are 1-based: {finding}"
+        assert isinstance(loc.get("column"), int) and loc["column"] >= 1, f"{key} columns are 1-based: {finding}"
+    start, end = finding["location"], finding["end_location"]
+    assert (end["row"], end["column"]) >= (start["row"], start["column"]), f"range ends before it starts: {finding}"
+    fix = finding["fix"]
+    if fix is not None:
+        assert fix.get("applicability") in ("safe", "unsafe", "display-only"), fix
+        assert isinstance(fix.get("edits"), list) and fix["edits"], fix
+        for edit in fix["edits"]:
+            assert {"content", "location", "end_location"} <= edit.keys(), edit
+
+
+@pytest.mark.parametrize("path", PATHS, ids=fixture_ids())
+def test_check_reports_exactly_the_markers(path):
+    findings = _check_json(path)
+    for finding in findings:
+        _validate_shape(finding, path)
+        assert finding["filename"].endswith(path.name), f"finding for another file: {finding['filename']}"
+    reported = sorted({(f["location"]["row"], f["code"]) for f in findings})
+    expected = sorted(markers(path))
+    assert reported == expected, (
+        f"{path.name}: graphmend reported {reported}, fixture expects {expected}\n"
+        f"missing: {sorted(set(expected) - set(reported))}\nextra: {sorted(set(reported) - set(expected))}")
+
+
+@pytest.mark.parametrize("path", PATHS, ids=fixture_ids())
+def test_check_rows_equal_dynamo_break_lines(path):
+    findings = _check_json(path)
+    rows = sorted({f["location"]["row"] for f in findings})
+    report = dynamo_report(path)
+    assert report.error is None, f"example() raised under torch.compile: {report.error!r}"
+    lines = sorted(report.lines(str(path)))
+    assert rows == lines, (f"{path.name}: graphmend rows {rows}, Dynamo breaks at {lines}\n"
+                           f"false positives: {sorted(set(rows) - set(lines))}\n"
+                           f"missed breaks: {sorted(set(lines) - set(rows))}")
