@@ -1,0 +1,248 @@
+#include "lsp/features.h"
+
+#include <algorithm>
+#include <cctype>
+
+namespace graphmend::lsp {
+namespace {
+
+bool is_continuation(char c) { return (static_cast<unsigned char>(c) & 0xC0) == 0x80; }
+
+void append_lines(std::string& out, std::string_view block, std::string_view prefix,
+                  std::size_t max_lines) {
+  std::size_t count = 0;
+  std::size_t pos = 0;
+  while (pos <= block.size()) {
+    std::size_t eol = block.find('\n', pos);
+    if (eol == std::string_view::npos) eol = block.size();
+    std::string_view line = block.substr(pos, eol - pos);
+    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+    if (count == max_lines) {
+      out += prefix;
+      out += "...\n";
+      return;
+    }
+    out += prefix;
+    out += line;
+    out += '\n';
+    ++count;
+    if (eol == block.size()) break;
+    pos = eol + 1;
+  }
+}
+
+// The `# noqa:` directive in a line: offset just after its code list, or npos.
+std::size_t noqa_codes_end(std::string_view line) {
+  std::string lower(line);
+  std::transform(lower.begin(), lower.end(), lower.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  std::size_t hash = lower.rfind('#');
+  while (hash != std::string::npos) {
+    std::size_t i = hash + 1;
+    while (i < lower.size() && lower[i] == ' ') ++i;
+    if (lower.compare(i, 5, "noqa:") == 0) {
+      i += 5;
+      std::size_t end = i;
+      // Codes and separators: letters, digits, commas, spaces.
+      std::size_t last_code_end = std::string::npos;
+      while (end < lower.size() &&
+             (std::isalnum(static_cast<unsigned char>(lower[end])) || lower[end] == ',' ||
+              lower[end] == ' ')) {
+        if (std::isalnum(static_cast<unsigned char>(lower[end]))) last_code_end = end + 1;
+        ++end;
+      }
+      return last_code_end;
+    }
+    if (hash == 0) break;
+    hash = lower.rfind('#', hash - 1);
+  }
+  return std::string::npos;
+}
+
+}  // namespace
+
+PositionEncoding encoding_from_name(std::string_view name) {
+  if (name == "utf-8") return PositionEncoding::Utf8;
+  if (name == "utf-32") return PositionEncoding::Utf32;
+  return PositionEncoding::Utf16;
+}
+
+protocol::Range to_lsp_range(const LineIndex& lines, ByteRange range, PositionEncoding encoding) {
+  const LinePosition start = lines.to_position(range.start, encoding);
+  const LinePosition end = lines.to_position(range.end, encoding);
+  return {{start.line, start.character}, {end.line, end.character}};
+}
+
+json to_lsp_edit(const LineIndex& lines, const TextEdit& edit, PositionEncoding encoding) {
+  return {{"range", protocol::to_json(to_lsp_range(lines, edit.range, encoding))},
+          {"newText", edit.new_text}};
+}
+
+json to_lsp_edits(const LineIndex& lines, const std::vector<TextEdit>& edits,
+                  PositionEncoding encoding) {
+  json out = json::array();
+  for (const TextEdit& edit : edits) out.push_back(to_lsp_edit(lines, edit, encoding));
+  return out;
+}
+
+json to_diagnostic(const Finding& finding, const LineIndex& lines, PositionEncoding encoding,
+                   const std::string& uri, int64_t version) {
+  json diagnostic = {
+      {"range", protocol::to_json(to_lsp_range(lines, finding.range, encoding))},
+      {"severity", protocol::severity::kWarning},
+      {"source", "graphmend"},
+      {"message", finding.message},
+  };
+  json data = {{"version", version}};
+  if (finding.rule != nullptr) {
+    diagnostic["code"] = finding.rule->code;
+    diagnostic["codeDescription"] = {{"href", rule_url(*finding.rule)}};
+    data["rule"] = finding.rule->name;
+    if (!finding.rule->registry_id.empty()) {
+      data["registryId"] = finding.rule->registry_id;
+      data["registryUrl"] = registry_url(finding.rule->registry_id);
+      if (const RegistryEntry* entry = find_registry_entry(finding.rule->registry_id)) {
+        data["gbType"] = entry->gb_type;
+      }
+    }
+  }
+  if (!finding.related.empty()) {
+    json related = json::array();
+    for (const RelatedLocation& location : finding.related) {
+      related.push_back(
+          {{"location",
+            {{"uri", uri}, {"range", protocol::to_json(to_lsp_range(lines, location.range, encoding))}}},
+           {"message", location.message}});
+    }
+    diagnostic["relatedInformation"] = std::move(related);
+  }
+  data["inLoop"] = finding.in_loop;
+  if (finding.fix) {
+    data["fix"] = {{"title", finding.fix->title},
+                   {"applicability", to_string(finding.fix->applicability)},
+                   {"edits", to_lsp_edits(lines, finding.fix->edits, encoding)}};
+  } else if (!finding.no_fix_reason.empty()) {
+    data["noFixReason"] = finding.no_fix_reason;
+  }
+  diagnostic["data"] = std::move(data);
+  return diagnostic;
+}
+
+std::string fix_preview(const Fix& fix, std::string_view text, const LineIndex& lines) {
+  if (fix.edits.empty()) return {};
+  uint32_t first = fix.edits.front().range.start;
+  uint32_t last = fix.edits.front().range.end;
+  for (const TextEdit& edit : fix.edits) {
+    first = std::min(first, edit.range.start);
+    last = std::max(last, edit.range.end);
+  }
+  const uint32_t size = static_cast<uint32_t>(text.size());
+  first = std::min(first, size);
+  last = std::min(last, size);
+  const uint32_t block_start = lines.line_start(lines.line_of(first));
+  const uint32_t block_end = std::max(lines.line_end(lines.line_of(last)), last);
+  const std::string_view old_block = text.substr(block_start, block_end - block_start);
+  std::vector<TextEdit> shifted;
+  for (const TextEdit& edit : fix.edits) {
+    shifted.push_back({{std::min(edit.range.start, size) - block_start,
+                        std::min(edit.range.end, size) - block_start},
+                       edit.new_text});
+  }
+  std::string new_block;
+  try {
+    new_block = apply_edits(old_block, std::move(shifted));
+  } catch (const std::exception&) {
+    return {};
+  }
+  std::string out;
+  constexpr std::size_t kMaxLines = 40;
+  append_lines(out, old_block, "- ", kMaxLines);
+  append_lines(out, new_block, "+ ", kMaxLines);
+  return out;
+}
+
+std::string hover_markdown(const Finding& finding, std::string_view text, const LineIndex& lines) {
+  std::string md;
+  const RuleInfo* rule = finding.rule;
+  if (rule != nullptr) {
+    md += "**" + std::string(rule->code) + "** `" + std::string(rule->name) + "`: ";
+  }
+  md += finding.message + "\n";
+  if (finding.in_loop) {
+    md += "\nThis break is inside a loop: Dynamo skips the whole frame, not just this statement.\n";
+  }
+  if (rule != nullptr && !rule->explanation.empty()) {
+    md += "\n" + std::string(rule->explanation) + "\n";
+  }
+  if (rule != nullptr && !rule->registry_id.empty()) {
+    md += "\n**Dynamo graph break** [" + std::string(rule->registry_id) + "](" +
+          registry_url(rule->registry_id) + ")";
+    if (const RegistryEntry* entry = find_registry_entry(rule->registry_id)) {
+      md += ": " + std::string(entry->gb_type) + "\n";
+      if (!entry->explanation.empty()) md += "\n" + std::string(entry->explanation) + "\n";
+      if (!entry->hints.empty()) {
+        md += "\nHints:\n";
+        for (const std::string_view hint : entry->hints) md += "- " + std::string(hint) + "\n";
+      }
+    } else {
+      md += "\n";
+    }
+  }
+  if (finding.fix) {
+    md += "\n**Fix** (" + std::string(to_string(finding.fix->applicability)) +
+          "): " + finding.fix->title + "\n";
+    const std::string preview = fix_preview(*finding.fix, text, lines);
+    if (!preview.empty()) md += "\n```diff\n" + preview + "```\n";
+  } else {
+    md += "\n**No automatic fix**";
+    if (!finding.no_fix_reason.empty()) md += ": " + finding.no_fix_reason;
+    md += "\n";
+  }
+  if (!finding.related.empty()) {
+    md += "\n";
+    for (const RelatedLocation& location : finding.related) {
+      md += "- line " + std::to_string(lines.line_of(location.range.start) + 1) + ": " +
+            location.message + "\n";
+    }
+  }
+  if (rule != nullptr) md += "\n[" + std::string(rule->code) + " documentation](" + rule_url(*rule) + ")\n";
+  return md;
+}
+
+TextEdit noqa_edit(const Finding& finding, std::string_view text, const LineIndex& lines) {
+  const std::string code = finding.rule != nullptr ? std::string(finding.rule->code) : "GM";
+  const uint32_t line = lines.line_of(std::min(finding.range.start, static_cast<uint32_t>(text.size())));
+  const uint32_t start = lines.line_start(line);
+  const uint32_t end = lines.line_end(line);
+  const std::string_view content = text.substr(start, end - start);
+  const std::size_t codes_end = noqa_codes_end(content);
+  if (codes_end != std::string::npos) {
+    const auto at = static_cast<uint32_t>(start + codes_end);
+    return {{at, at}, ", " + code};
+  }
+  std::size_t trimmed = content.size();
+  while (trimmed > 0 && (content[trimmed - 1] == ' ' || content[trimmed - 1] == '\t')) --trimmed;
+  const auto at = static_cast<uint32_t>(start + trimmed);
+  return {{at, end}, "  # noqa: " + code};
+}
+
+std::optional<TextEdit> minimal_edit(std::string_view before, std::string_view after) {
+  if (before == after) return std::nullopt;
+  std::size_t prefix = 0;
+  const std::size_t limit = std::min(before.size(), after.size());
+  while (prefix < limit && before[prefix] == after[prefix]) ++prefix;
+  while (prefix > 0 && prefix < before.size() && is_continuation(before[prefix])) --prefix;
+  std::size_t suffix = 0;
+  while (suffix < limit - prefix &&
+         before[before.size() - 1 - suffix] == after[after.size() - 1 - suffix]) {
+    ++suffix;
+  }
+  // Keep the suffix starting on a character boundary.
+  while (suffix > 0 && is_continuation(before[before.size() - suffix])) --suffix;
+  TextEdit edit;
+  edit.range = {static_cast<uint32_t>(prefix), static_cast<uint32_t>(before.size() - suffix)};
+  edit.new_text = std::string(after.substr(prefix, after.size() - suffix - prefix));
+  return edit;
+}
+
+}  // namespace graphmend::lsp

@@ -1,0 +1,1168 @@
+#include "lsp/server.h"
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <filesystem>
+#include <map>
+#include <thread>
+
+#include <asio.hpp>
+#include <spdlog/spdlog.h>
+
+#include "graphmend/analysis/analyzer.h"
+#include "graphmend/analysis/config.h"
+#include "graphmend/analysis/document.h"
+#include "graphmend/protocol/lsp.h"
+#include "graphmend/transforms/fixer.h"
+#include "lsp/debounce.h"
+#include "lsp/features.h"
+#include "lsp/settings.h"
+
+namespace graphmend::lsp {
+namespace {
+
+using json = nlohmann::json;
+using protocol::Message;
+using protocol::MessageKind;
+using protocol::ProtocolError;
+namespace errc = protocol::error_code;
+using Clock = std::chrono::steady_clock;
+using Strand = asio::strand<asio::thread_pool::executor_type>;
+
+constexpr std::string_view kApplyAutofix = "graphmend.applyAutofix";
+
+// The findings of one version of a document, with everything needed to answer requests about it.
+struct AnalysisResult {
+  int64_t version = 0;
+  uint64_t generation = 0;  // configuration generation it was computed under
+  std::shared_ptr<const TextSnapshot> snapshot;
+  std::vector<Finding> findings;
+  json diagnostics = json::array();  // parallel to `findings`
+  std::string result_id;
+  Clock::duration elapsed{};
+  std::string error;  // the engine failed: no findings
+};
+
+// State touched only on the document's strand.
+struct Worker {
+  std::unique_ptr<Document> document;
+};
+
+struct OpenDocument {
+  OpenDocument(asio::io_context& io, Strand document_strand)
+      : strand(std::move(document_strand)), debounce(io) {}
+
+  std::string uri;
+  std::string path;  // file system path, or the URI for non-file documents
+  int64_t version = 0;
+  std::shared_ptr<const TextSnapshot> snapshot;
+  bool too_large = false;
+
+  Strand strand;
+  std::shared_ptr<Worker> worker = std::make_shared<Worker>();
+  // The newest version, readable from the strand so queued analyses of old versions are skipped.
+  std::shared_ptr<std::atomic<int64_t>> live_version = std::make_shared<std::atomic<int64_t>>(0);
+
+  asio::steady_timer debounce;
+  DebouncePolicy policy;
+  int64_t scheduled_version = -1;
+  uint64_t scheduled_generation = 0;
+
+  std::shared_ptr<const AnalysisResult> latest;     // newest result of the current version
+  std::shared_ptr<const AnalysisResult> published;  // what the client was last given
+  bool publish_pending = false;
+  std::vector<std::function<void(const AnalysisResult&)>> waiters;
+};
+
+struct PendingRequest {
+  std::string method;
+  std::string uri;  // the document it reads; an edit to it makes the request stale
+};
+
+struct WorkspaceRequest {
+  json id;
+  std::map<std::string, std::string> previous;  // uri -> resultId
+};
+
+std::string key_of(const json& id) { return id.dump(); }
+
+std::string request_uri(const std::string& method, const json& params) {
+  const char* pointer = "/textDocument/uri";
+  if (method == "codeAction/resolve") pointer = "/data/uri";
+  if (method == "workspace/executeCommand") pointer = "/arguments/0/uri";
+  if (const json* uri = protocol::optional_member(params, pointer, json::value_t::string)) {
+    return uri->get<std::string>();
+  }
+  return {};
+}
+
+bool flag(const json& capabilities, const std::string& pointer) {
+  const json* value = protocol::optional_member(capabilities, pointer, json::value_t::boolean);
+  return value != nullptr && value->get<bool>();
+}
+
+}  // namespace
+
+struct Server::Impl {
+  Impl(Server& owner, asio::io_context& context, Writer writer, ServerOptions options)
+      : self(owner),
+        io(context),
+        write(std::move(writer)),
+        pool(options.workers != 0
+                 ? options.workers
+                 : std::clamp(std::thread::hardware_concurrency(), 2u, 5u) - 1u) {}
+
+  ~Impl() {
+    pool.stop();
+    pool.join();
+  }
+
+  Server& self;
+  asio::io_context& io;
+  Writer write;
+  asio::thread_pool pool;
+
+  enum class State { Uninitialized, Running, ShutDown };
+  State state = State::Uninitialized;
+  std::optional<int> exit_code;
+
+  // Negotiated at initialize.
+  json client_capabilities = json::object();
+  std::string encoding_name = "utf-16";
+  PositionEncoding encoding = PositionEncoding::Utf16;
+  bool pull_mode = false;
+  bool resolve_edits = false;
+  bool document_changes = false;
+  bool configuration_pull = false;
+  bool watch_registration = false;
+  bool refresh_support = false;
+
+  Settings settings;
+  uint64_t generation = 1;
+  uint64_t next_result_id = 0;
+  std::shared_ptr<Validator> validator;
+
+  std::map<std::string, std::shared_ptr<OpenDocument>> documents;
+  std::map<std::string, PendingRequest> pending;
+  std::vector<WorkspaceRequest> workspace_requests;
+  std::map<std::string, std::function<void(const Message&)>> outgoing;
+  uint64_t next_outgoing_id = 0;
+
+  std::map<std::filesystem::path, std::optional<std::filesystem::path>> pyproject_for_dir;
+  std::map<std::filesystem::path, Config> pyproject_configs;
+
+  // ---------------------------------------------------------------------------------------------
+  // Output.
+
+  void send(const json& message) {
+    if (exit_code) return;
+    write(message);
+  }
+
+  void notify(std::string_view method, json params) {
+    send(protocol::make_notification(method, std::move(params)));
+  }
+
+  void log_message(int type, const std::string& text) {
+    switch (type) {
+      case protocol::message_type::kError: spdlog::error("{}", text); break;
+      case protocol::message_type::kWarning: spdlog::warn("{}", text); break;
+      default: spdlog::info("{}", text); break;
+    }
+    if (state != State::Uninitialized) {
+      notify("window/logMessage", {{"type", type}, {"message", "graphmend: " + text}});
+    }
+  }
+
+  bool is_pending(const json& id) const { return pending.count(key_of(id)) != 0; }
+
+  void reply(const json& id, json result) {
+    if (pending.erase(key_of(id)) == 0) return;  // cancelled or made stale meanwhile
+    send(protocol::make_response(id, std::move(result)));
+  }
+
+  void reply_error(const json& id, int code, const std::string& message) {
+    if (pending.erase(key_of(id)) == 0) return;
+    spdlog::debug("request {} failed: {} ({})", id.dump(), message,
+                  protocol::error_code_name(code));
+    send(protocol::make_error_response(id, code, message));
+  }
+
+  void send_request(std::string_view method, json params,
+                    std::function<void(const Message&)> on_response) {
+    const json id = "graphmend/" + std::to_string(++next_outgoing_id);
+    outgoing[key_of(id)] = std::move(on_response);
+    send(protocol::make_request(id, method, std::move(params)));
+  }
+
+  // ---------------------------------------------------------------------------------------------
+  // Dispatch.
+
+  void on_frame(const protocol::FrameEvent& event) {
+    using Kind = protocol::FrameEvent::Kind;
+    switch (event.kind) {
+      case Kind::Message: on_message(event.body); break;
+      case Kind::Oversized:
+        spdlog::warn("{}", event.detail);
+        send(protocol::make_error_response(nullptr, errc::kInvalidRequest, event.detail));
+        break;
+      case Kind::BadHeader:
+      case Kind::Junk: spdlog::warn("framing: {}; resynchronised", event.detail); break;
+    }
+  }
+
+  void on_message(std::string_view body) {
+    if (exit_code) return;
+    Message message;
+    try {
+      message = protocol::parse_message(body);
+    } catch (const ProtocolError& error) {
+      spdlog::warn("bad message ({}): {}", protocol::error_code_name(error.code()), error.what());
+      send(protocol::make_error_response(error.id(), error.code(), error.what()));
+      return;
+    }
+    switch (message.kind) {
+      case MessageKind::Request: on_request(message); break;
+      case MessageKind::Notification: on_notification(message); break;
+      case MessageKind::Response: on_response(message); break;
+    }
+  }
+
+  void on_request(const Message& message) {
+    const json& id = message.id;
+    const std::string key = key_of(id);
+    spdlog::debug("--> {} #{}", message.method, key);
+    if (pending.count(key) != 0) {
+      send(protocol::make_error_response(id, errc::kInvalidRequest,
+                                         "request id " + key + " is already in use"));
+      return;
+    }
+    pending[key] = {message.method, request_uri(message.method, message.params)};
+    if (state == State::Uninitialized && message.method != "initialize") {
+      reply_error(id, errc::kServerNotInitialized, "the server is not initialized");
+      return;
+    }
+    if (state == State::ShutDown) {
+      reply_error(id, errc::kInvalidRequest, "the server is shutting down");
+      return;
+    }
+    try {
+      dispatch_request(message.method, id, message.params);
+    } catch (const ProtocolError& error) {
+      reply_error(id, error.code(), error.what());
+    } catch (const std::exception& error) {
+      spdlog::error("{} failed: {}", message.method, error.what());
+      reply_error(id, errc::kInternalError, error.what());
+    }
+  }
+
+  void dispatch_request(const std::string& method, const json& id, const json& params) {
+    if (method == "initialize") return initialize(id, params);
+    if (method == "shutdown") {
+      state = State::ShutDown;
+      for (auto& [uri, document] : documents) document->debounce.cancel();
+      return reply(id, nullptr);
+    }
+    if (method == "textDocument/hover") return hover(id, params);
+    if (method == "textDocument/codeAction") return code_action(id, params);
+    if (method == "codeAction/resolve") return resolve_code_action(id, params);
+    if (method == "workspace/executeCommand") return execute_command(id, params);
+    if (method == "textDocument/diagnostic" && pull_mode) return document_diagnostic(id, params);
+    if (method == "workspace/diagnostic" && pull_mode) return workspace_diagnostic(id, params);
+    if (method == "textDocument/codeLens" && validator) return code_lens(id, params);
+    reply_error(id, errc::kMethodNotFound, "method not found: " + method);
+  }
+
+  void on_notification(const Message& message) {
+    const std::string& method = message.method;
+    spdlog::debug("--> {}", method);
+    if (method == "exit") return finish(state == State::ShutDown ? 0 : 1);
+    if (state != State::Running) {
+      spdlog::warn("ignoring {} {}", method,
+                   state == State::ShutDown ? "after shutdown" : "before initialize");
+      return;
+    }
+    try {
+      if (method == "initialized") return initialized();
+      if (method == "$/cancelRequest") return cancel(message.params);
+      if (method == "textDocument/didOpen") return did_open(message.params);
+      if (method == "textDocument/didChange") return did_change(message.params);
+      if (method == "textDocument/didSave") return did_save(message.params);
+      if (method == "textDocument/didClose") return did_close(message.params);
+      if (method == "workspace/didChangeConfiguration") return did_change_configuration(message.params);
+      if (method == "workspace/didChangeWatchedFiles") return did_change_watched_files(message.params);
+      if (method.rfind("$/", 0) != 0) spdlog::debug("ignoring unknown notification {}", method);
+    } catch (const ProtocolError& error) {
+      log_message(protocol::message_type::kWarning,
+                  "ignored " + method + ": " + std::string(error.what()));
+    } catch (const std::exception& error) {
+      log_message(protocol::message_type::kError,
+                  "internal error in " + method + ": " + std::string(error.what()));
+    }
+  }
+
+  void on_response(const Message& message) {
+    const auto it = outgoing.find(key_of(message.id));
+    if (it == outgoing.end()) {
+      spdlog::warn("response to unknown request {}", message.id.dump());
+      return;
+    }
+    auto handler = std::move(it->second);
+    outgoing.erase(it);
+    if (message.error) {
+      spdlog::warn("client answered request {} with error {}: {}", message.id.dump(),
+                   message.error->code, message.error->message);
+    }
+    try {
+      handler(message);
+    } catch (const std::exception& error) {
+      spdlog::error("handling the response to {}: {}", message.id.dump(), error.what());
+    }
+  }
+
+  void finish(int code) {
+    if (exit_code) return;
+    exit_code = code;
+    spdlog::info("exiting with code {}", code);
+    for (auto& [uri, document] : documents) document->debounce.cancel();
+    if (self.on_exit) self.on_exit(code);
+  }
+
+  void cancel(const json& params) {
+    const json* id = protocol::optional_member(params, "/id", json::value_t::number_integer);
+    if (id == nullptr) id = protocol::optional_member(params, "/id", json::value_t::string);
+    if (id == nullptr) throw ProtocolError(errc::kInvalidParams, "params.id must be an id");
+    if (is_pending(*id)) {
+      spdlog::debug("cancelling request {}", id->dump());
+      reply_error(*id, errc::kRequestCancelled, "request cancelled");
+    }
+  }
+
+  // ---------------------------------------------------------------------------------------------
+  // Lifecycle.
+
+  void initialize(const json& id, const json& params) {
+    if (state != State::Uninitialized) {
+      return reply_error(id, errc::kInvalidRequest, "initialize may only be sent once");
+    }
+    if (!params.is_object()) throw ProtocolError(errc::kInvalidParams, "params must be an object");
+    if (const json* caps = protocol::optional_member(params, "/capabilities", json::value_t::object)) {
+      client_capabilities = *caps;
+    }
+    const json& caps = client_capabilities;
+    encoding_name = protocol::negotiate_position_encoding(caps);
+    encoding = encoding_from_name(encoding_name);
+    resolve_edits = false;
+    if (const json* properties = protocol::optional_member(
+            caps, "/textDocument/codeAction/resolveSupport/properties", json::value_t::array)) {
+      resolve_edits = std::find(properties->begin(), properties->end(), "edit") != properties->end();
+    }
+    document_changes = flag(caps, "/workspace/workspaceEdit/documentChanges");
+    configuration_pull = flag(caps, "/workspace/configuration");
+    watch_registration = flag(caps, "/workspace/didChangeWatchedFiles/dynamicRegistration");
+    refresh_support = flag(caps, "/workspace/diagnostics/refreshSupport");
+
+    std::vector<std::string> warnings;
+    if (const json* options = protocol::optional_member(params, "/initializationOptions",
+                                                        json::value_t::object)) {
+      settings = merge_settings(settings, *options, &warnings);
+    }
+    const bool client_pulls =
+        protocol::optional_member(caps, "/textDocument/diagnostic", json::value_t::object) != nullptr;
+    pull_mode = client_pulls && settings.pull_diagnostics.value_or(true);
+    apply_log_level();
+    state = State::Running;
+
+    std::vector<std::string> commands{std::string(kApplyAutofix)};
+    if (validator) {
+      for (const std::string& command : validator->commands()) commands.push_back(command);
+    }
+    json capabilities = {
+        {"positionEncoding", encoding_name},
+        {"textDocumentSync",
+         {{"openClose", true}, {"change", 2}, {"save", {{"includeText", false}}}}},
+        {"hoverProvider", true},
+        {"codeActionProvider",
+         {{"codeActionKinds", {"quickfix", "source.fixAll.graphmend"}}, {"resolveProvider", true}}},
+        {"executeCommandProvider", {{"commands", commands}}},
+    };
+    if (pull_mode) {
+      capabilities["diagnosticProvider"] = {{"identifier", "graphmend"},
+                                            {"interFileDependencies", false},
+                                            {"workspaceDiagnostics", true}};
+    }
+    if (validator) capabilities["codeLensProvider"] = {{"resolveProvider", false}};
+    spdlog::info("initialized: position encoding {}, {} diagnostics", encoding_name,
+                 pull_mode ? "pull" : "push");
+    reply(id, {{"capabilities", std::move(capabilities)},
+               {"serverInfo", {{"name", "graphmend"}, {"version", GRAPHMEND_VERSION}}}});
+    for (const std::string& warning : warnings) {
+      log_message(protocol::message_type::kWarning, "initializationOptions: " + warning);
+    }
+  }
+
+  void apply_log_level() {
+    if (!settings.log_level) return;
+    std::string level = *settings.log_level;
+    if (level == "warning") level = "warn";
+    const auto parsed = spdlog::level::from_str(level);
+    if (parsed == spdlog::level::off && level != "off") {
+      log_message(protocol::message_type::kWarning, "unknown logLevel '" + level + "'");
+      return;
+    }
+    spdlog::default_logger()->set_level(parsed);
+  }
+
+  void initialized() {
+    if (watch_registration) {
+      json registration = {
+          {"id", "graphmend-pyproject"},
+          {"method", "workspace/didChangeWatchedFiles"},
+          {"registerOptions", {{"watchers", {{{"globPattern", "**/pyproject.toml"}}}}}}};
+      send_request("client/registerCapability", {{"registrations", {registration}}},
+                   [](const Message&) {});
+    }
+    if (configuration_pull) fetch_configuration();
+  }
+
+  void fetch_configuration() {
+    send_request("workspace/configuration", {{"items", {{{"section", "graphmend"}}}}},
+                 [this](const Message& response) {
+                   if (response.error || !response.result.is_array() ||
+                       response.result.empty()) {
+                     return;
+                   }
+                   update_settings(response.result[0], "workspace/configuration");
+                 });
+  }
+
+  void update_settings(const json& value, const std::string& origin) {
+    std::vector<std::string> warnings;
+    Settings updated = merge_settings(settings, value, &warnings);
+    for (const std::string& warning : warnings) {
+      log_message(protocol::message_type::kWarning, origin + ": " + warning);
+    }
+    if (updated == settings) return;
+    settings = std::move(updated);
+    apply_log_level();
+    spdlog::info("settings changed ({})", origin);
+    configuration_changed();
+  }
+
+  void did_change_configuration(const json& params) {
+    const json* value = protocol::optional_member(params, "/settings", json::value_t::object);
+    if (value != nullptr && !value->empty()) update_settings(*value, "didChangeConfiguration");
+    if (configuration_pull) fetch_configuration();
+  }
+
+  void did_change_watched_files(const json& params) {
+    const json& changes = protocol::require(params, "/changes", json::value_t::array);
+    bool relevant = false;
+    for (const json& change : changes) {
+      const json* uri = protocol::optional_member(change, "/uri", json::value_t::string);
+      if (uri == nullptr) continue;
+      const std::string& text = uri->get_ref<const std::string&>();
+      constexpr std::string_view kName = "pyproject.toml";
+      if (text.size() >= kName.size() && text.compare(text.size() - kName.size(), kName.size(), kName) == 0) {
+        relevant = true;
+      }
+    }
+    if (!relevant) return;
+    spdlog::info("pyproject.toml changed: re-analysing {} open documents", documents.size());
+    configuration_changed();
+  }
+
+  // Configuration (settings or a pyproject.toml) changed: everything open is re-analysed.
+  void configuration_changed() {
+    ++generation;
+    pyproject_for_dir.clear();
+    pyproject_configs.clear();
+    for (auto& [uri, document] : documents) {
+      document->publish_pending = true;
+      schedule_analysis(*document);
+    }
+    if (pull_mode && refresh_support) {
+      send_request("workspace/diagnostic/refresh", nullptr, [](const Message&) {});
+    }
+  }
+
+  Config config_for(const OpenDocument& document) {
+    Config config;
+    if (document.path != document.uri) {
+      const std::filesystem::path file(document.path);
+      const std::filesystem::path dir = file.parent_path();
+      auto found = pyproject_for_dir.find(dir);
+      if (found == pyproject_for_dir.end()) {
+        std::optional<std::filesystem::path> pyproject;
+        try {
+          pyproject = find_pyproject(file);
+        } catch (const std::exception& error) {
+          spdlog::warn("looking for pyproject.toml from {}: {}", dir.string(), error.what());
+        }
+        found = pyproject_for_dir.emplace(dir, pyproject).first;
+      }
+      if (found->second) {
+        auto loaded = pyproject_configs.find(*found->second);
+        if (loaded == pyproject_configs.end()) {
+          Config from_file;
+          try {
+            from_file = load_pyproject(*found->second);
+          } catch (const std::exception& error) {
+            log_message(protocol::message_type::kError,
+                        "invalid configuration, using defaults: " + std::string(error.what()));
+          }
+          loaded = pyproject_configs.emplace(*found->second, std::move(from_file)).first;
+        }
+        config = loaded->second;
+      }
+    }
+    return apply_settings(std::move(config), settings);
+  }
+
+  // ---------------------------------------------------------------------------------------------
+  // Documents.
+
+  OpenDocument& document_for(const json& params) {
+    const std::string uri = protocol::require_string(params, "/textDocument/uri");
+    const auto it = documents.find(uri);
+    if (it == documents.end()) {
+      throw ProtocolError(errc::kInvalidParams, "document is not open: " + uri);
+    }
+    return *it->second;
+  }
+
+  OpenDocument* find_document(const std::string& uri) {
+    const auto it = documents.find(uri);
+    return it == documents.end() ? nullptr : it->second.get();
+  }
+
+  void set_text(OpenDocument& document, std::shared_ptr<const std::string> text) {
+    document.snapshot = std::make_shared<const TextSnapshot>(std::move(text));
+    const bool too_large = document.snapshot->text->size() > settings.max_file_bytes;
+    if (too_large != document.too_large) {
+      document.too_large = too_large;
+      std::shared_ptr<Worker> worker = document.worker;
+      if (too_large) {
+        log_message(protocol::message_type::kWarning,
+                    document.uri + " has " + std::to_string(document.snapshot->text->size()) +
+                        " bytes, more than maxFileSize (" +
+                        std::to_string(settings.max_file_bytes) + "): not analysed");
+        asio::post(document.strand, [worker] { worker->document.reset(); });
+      } else {
+        asio::post(document.strand, [worker, path = document.path, text = document.snapshot->text] {
+          worker->document = std::make_unique<Document>(path, *text);
+        });
+      }
+    }
+  }
+
+  void did_open(const json& params) {
+    const std::string uri = protocol::require_string(params, "/textDocument/uri");
+    const int64_t version = protocol::require_integer(params, "/textDocument/version");
+    std::string text = protocol::require_string(params, "/textDocument/text");
+    if (documents.count(uri) != 0) {
+      spdlog::warn("{} opened twice; replacing it", uri);
+      close_document(uri);
+    }
+    auto document = std::make_shared<OpenDocument>(io, asio::make_strand(pool));
+    document->uri = uri;
+    document->path = protocol::uri_to_path(uri).value_or(uri);
+    document->version = version;
+    document->live_version->store(version);
+    document->snapshot = std::make_shared<const TextSnapshot>(
+        std::make_shared<const std::string>(std::move(text)));
+    document->too_large = document->snapshot->text->size() > settings.max_file_bytes;
+    documents[uri] = document;
+    if (document->too_large) {
+      log_message(protocol::message_type::kWarning,
+                  uri + " has " + std::to_string(document->snapshot->text->size()) +
+                      " bytes, more than maxFileSize (" + std::to_string(settings.max_file_bytes) +
+                      "): not analysed");
+    } else {
+      asio::post(document->strand, [worker = document->worker, path = document->path,
+                                    text = document->snapshot->text] {
+        worker->document = std::make_unique<Document>(path, *text);
+      });
+    }
+    spdlog::info("opened {} (version {}, {} bytes)", uri, version, document->snapshot->text->size());
+    document->publish_pending = true;
+    schedule_analysis(*document);
+  }
+
+  void did_change(const json& params) {
+    OpenDocument& document = document_for(params);
+    const int64_t version = protocol::require_integer(params, "/textDocument/version");
+    const json& changes = protocol::require(params, "/contentChanges", json::value_t::array);
+    if (version <= document.version) {
+      log_message(protocol::message_type::kWarning,
+                  "ignored a change to " + document.uri + ": version " + std::to_string(version) +
+                      " is not newer than " + std::to_string(document.version));
+      return;
+    }
+    std::shared_ptr<const std::string> text = document.snapshot->text;
+    std::shared_ptr<const TextSnapshot> snapshot = document.snapshot;
+    std::shared_ptr<Worker> worker = document.worker;
+    std::size_t index = 0;
+    for (const json& change : changes) {
+      const std::string where = "contentChanges[" + std::to_string(index++) + "]";
+      const json* new_text = protocol::optional_member(change, "/text", json::value_t::string);
+      if (new_text == nullptr) {
+        throw ProtocolError(errc::kInvalidParams, where + ".text must be a string");
+      }
+      if (!change.contains("range")) {
+        text = std::make_shared<const std::string>(new_text->get<std::string>());
+        snapshot = std::make_shared<const TextSnapshot>(text);
+        if (!document.too_large) {
+          asio::post(document.strand, [worker, text] {
+            if (worker->document) worker->document->replace_text(*text);
+          });
+        }
+        continue;
+      }
+      const protocol::Range range = protocol::range_from_json(change["range"], where + ".range");
+      const LinePosition start{range.start.line, range.start.character};
+      const LinePosition end{range.end.line, range.end.character};
+      if (!snapshot->lines.is_valid(start, encoding) || !snapshot->lines.is_valid(end, encoding)) {
+        log_message(protocol::message_type::kWarning,
+                    "a change to " + document.uri + " has a range outside the text (" +
+                        std::to_string(start.line) + ":" + std::to_string(start.character) + "-" +
+                        std::to_string(end.line) + ":" + std::to_string(end.character) +
+                        "); clamped to the text");
+      }
+      const uint32_t start_offset = snapshot->lines.to_offset(start, encoding);
+      const uint32_t end_offset = snapshot->lines.to_offset(end, encoding);
+      if (start_offset > end_offset) {
+        throw ProtocolError(errc::kInvalidParams, where + ".range ends before it starts");
+      }
+      const std::string& inserted = new_text->get_ref<const std::string&>();
+      auto updated = std::make_shared<std::string>();
+      updated->reserve(text->size() - (end_offset - start_offset) + inserted.size());
+      updated->append(*text, 0, start_offset);
+      updated->append(inserted);
+      updated->append(*text, end_offset, std::string::npos);
+      text = std::move(updated);
+      snapshot = std::make_shared<const TextSnapshot>(text);
+      if (!document.too_large) {
+        asio::post(document.strand, [worker, edit = ByteRange{start_offset, end_offset}, inserted] {
+          if (worker->document) worker->document->apply_edit(edit, inserted);
+        });
+      }
+    }
+    document.version = version;
+    document.live_version->store(version);
+    set_text(document, text);
+    document.latest.reset();
+    make_stale(document.uri);
+    if (settings.run == RunMode::OnType) {
+      document.publish_pending = true;
+      arm_debounce(document);
+    }
+  }
+
+  // Requests that read `uri` were computed for a version that no longer exists.
+  void make_stale(const std::string& uri) {
+    std::vector<json> stale;
+    for (const auto& [key, request] : pending) {
+      if (request.uri == uri) stale.push_back(json::parse(key));
+    }
+    for (const json& id : stale) {
+      reply_error(id, errc::kContentModified, "the document changed");
+    }
+    if (OpenDocument* document = find_document(uri)) document->waiters.clear();
+  }
+
+  void did_save(const json& params) {
+    OpenDocument& document = document_for(params);
+    if (settings.run != RunMode::OnSave) return;
+    document.publish_pending = true;
+    if (is_current(document)) {
+      publish(document);
+    } else {
+      schedule_analysis(document);
+    }
+  }
+
+  void did_close(const json& params) {
+    const std::string uri = protocol::require_string(params, "/textDocument/uri");
+    if (documents.count(uri) == 0) {
+      throw ProtocolError(errc::kInvalidParams, "document is not open: " + uri);
+    }
+    close_document(uri);
+    if (!pull_mode) {
+      notify("textDocument/publishDiagnostics", {{"uri", uri}, {"diagnostics", json::array()}});
+    }
+  }
+
+  void close_document(const std::string& uri) {
+    make_stale(uri);
+    const auto it = documents.find(uri);
+    it->second->debounce.cancel();
+    it->second->live_version->store(-1);
+    documents.erase(it);
+    try_answer_workspace();
+  }
+
+  // ---------------------------------------------------------------------------------------------
+  // Scheduling.
+
+  void arm_debounce(OpenDocument& document) {
+    const auto delay = document.policy.next(settings.debounce_ms);
+    if (delay <= Clock::duration::zero()) return schedule_analysis(document);
+    document.debounce.expires_after(delay);
+    document.debounce.async_wait(
+        [this, uri = document.uri, version = document.version](const std::error_code& error) {
+          if (error || exit_code) return;
+          OpenDocument* current = find_document(uri);
+          if (current != nullptr && current->version == version) schedule_analysis(*current);
+        });
+  }
+
+  bool is_current(const OpenDocument& document) const {
+    return document.latest && document.latest->version == document.version &&
+           document.latest->generation == generation;
+  }
+
+  void schedule_analysis(OpenDocument& document) {
+    if (exit_code || state == State::ShutDown) return;
+    if (document.scheduled_version == document.version &&
+        document.scheduled_generation == generation) {
+      return;  // already queued
+    }
+    document.debounce.cancel();
+    document.scheduled_version = document.version;
+    document.scheduled_generation = generation;
+    auto result = std::make_shared<AnalysisResult>();
+    result->version = document.version;
+    result->generation = generation;
+    result->snapshot = document.snapshot;
+    if (document.too_large) {
+      asio::post(io, [this, uri = document.uri, result] { on_analysis_done(uri, result); });
+      return;
+    }
+    asio::post(document.strand, [this, config = config_for(document), uri = document.uri,
+                                 worker = document.worker, live = document.live_version,
+                                 encoding_used = encoding, result] {
+      if (live->load() != result->version) {
+        // An edit arrived after this was queued: a newer analysis will follow.
+        asio::post(io, [this, uri, result] { on_analysis_dropped(uri, *result); });
+        return;
+      }
+      const auto start = Clock::now();
+      try {
+        if (!worker->document) throw std::runtime_error("the document was not parsed");
+        if (worker->document->text().size() != result->snapshot->text->size()) {
+          throw std::logic_error("document text out of sync");
+        }
+        Analysis analysis = analyze(*worker->document, config);
+        attach_fixes(*worker->document, analysis);
+        result->findings = std::move(analysis.findings);
+      } catch (const std::exception& error) {
+        result->findings.clear();
+        result->error = error.what();
+      }
+      for (const Finding& finding : result->findings) {
+        result->diagnostics.push_back(to_diagnostic(finding, result->snapshot->lines, encoding_used,
+                                                    uri, result->version));
+      }
+      result->elapsed = Clock::now() - start;
+      asio::post(io, [this, uri, result] { on_analysis_done(uri, result); });
+    });
+  }
+
+  void on_analysis_dropped(const std::string& uri, const AnalysisResult& result) {
+    OpenDocument* document = find_document(uri);
+    if (document == nullptr) return;
+    if (document->scheduled_version == result.version &&
+        document->scheduled_generation == result.generation) {
+      document->scheduled_version = -1;
+    }
+    if (!document->waiters.empty()) schedule_analysis(*document);
+  }
+
+  void on_analysis_done(const std::string& uri, std::shared_ptr<AnalysisResult> result) {
+    if (exit_code) return;
+    OpenDocument* document = find_document(uri);
+    if (document == nullptr) return;
+    if (result->elapsed > Clock::duration::zero()) document->policy.record(result->elapsed);
+    if (result->version != document->version || result->generation != generation) {
+      spdlog::debug("dropping stale analysis of {} version {}", uri, result->version);
+      on_analysis_dropped(uri, *result);
+      return;
+    }
+    result->result_id = std::to_string(++next_result_id);
+    if (!result->error.empty()) {
+      log_message(protocol::message_type::kError,
+                  "analysis of " + uri + " failed: " + result->error);
+    }
+    spdlog::debug("analysed {} v{}: {} findings in {:.2f} ms", uri, result->version,
+                  result->findings.size(),
+                  std::chrono::duration<double, std::milli>(result->elapsed).count());
+    document->latest = result;
+    if (document->publish_pending) publish(*document);
+    auto waiters = std::move(document->waiters);
+    document->waiters.clear();
+    for (auto& waiter : waiters) waiter(*result);
+    try_answer_workspace();
+  }
+
+  void publish(OpenDocument& document) {
+    document.published = document.latest;
+    document.publish_pending = false;
+    if (pull_mode) return;
+    notify("textDocument/publishDiagnostics", {{"uri", document.uri},
+                                               {"version", document.published->version},
+                                               {"diagnostics", document.published->diagnostics}});
+  }
+
+  // Runs `then` with the analysis of the document's current version, now or once it exists
+  // (analysing right away, without debounce). An edit in between answers ContentModified.
+  void with_analysis(OpenDocument& document, std::function<void(const AnalysisResult&)> then) {
+    if (is_current(document)) return then(*document.latest);
+    document.waiters.push_back(std::move(then));
+    schedule_analysis(document);
+  }
+
+  // ---------------------------------------------------------------------------------------------
+  // Diagnostics (pull).
+
+  // What a pull answers with for this document: the published result in onSave mode, the
+  // current one otherwise; nothing while it is being computed.
+  std::shared_ptr<const AnalysisResult> report_result(const OpenDocument& document) const {
+    if (settings.run == RunMode::OnSave && document.published &&
+        document.published->generation == generation) {
+      return document.published;
+    }
+    if (is_current(document)) return document.latest;
+    return nullptr;
+  }
+
+  void document_diagnostic(const json& id, const json& params) {
+    const std::string uri = protocol::require_string(params, "/textDocument/uri");
+    std::string previous;
+    if (const json* value = protocol::optional_member(params, "/previousResultId", json::value_t::string)) {
+      previous = value->get<std::string>();
+    }
+    OpenDocument* document = find_document(uri);
+    if (document == nullptr) {
+      return reply(id, {{"kind", "full"}, {"items", json::array()}});
+    }
+    auto answer = [this, id, previous](const AnalysisResult& result) {
+      if (!is_pending(id)) return;
+      if (!previous.empty() && previous == result.result_id) {
+        return reply(id, {{"kind", "unchanged"}, {"resultId", result.result_id}});
+      }
+      reply(id, {{"kind", "full"}, {"resultId", result.result_id}, {"items", result.diagnostics}});
+    };
+    if (auto result = report_result(*document)) return answer(*result);
+    with_analysis(*document, [this, answer, uri](const AnalysisResult& result) {
+      const OpenDocument* current = find_document(uri);
+      const auto reported = current != nullptr ? report_result(*current) : nullptr;
+      answer(reported ? *reported : result);
+    });
+  }
+
+  void workspace_diagnostic(const json& id, const json& params) {
+    WorkspaceRequest request{id, {}};
+    if (const json* previous = protocol::optional_member(params, "/previousResultIds", json::value_t::array)) {
+      for (const json& item : *previous) {
+        const json* uri = protocol::optional_member(item, "/uri", json::value_t::string);
+        const json* value = protocol::optional_member(item, "/value", json::value_t::string);
+        if (uri != nullptr && value != nullptr) request.previous[uri->get<std::string>()] = value->get<std::string>();
+      }
+    }
+    workspace_requests.push_back(std::move(request));
+    try_answer_workspace();
+  }
+
+  // Answers the long-polling workspace/diagnostic requests that have something new to report.
+  void try_answer_workspace() {
+    if (workspace_requests.empty()) return;
+    std::vector<WorkspaceRequest> waiting;
+    for (WorkspaceRequest& request : workspace_requests) {
+      if (!is_pending(request.id)) continue;
+      json items = json::array();
+      bool ready = true;
+      bool changed = false;
+      for (auto& [uri, document] : documents) {
+        const auto result = report_result(*document);
+        if (!result) {
+          ready = false;
+          schedule_analysis(*document);
+          continue;
+        }
+        const auto previous = request.previous.find(uri);
+        if (previous != request.previous.end() && previous->second == result->result_id) {
+          items.push_back({{"kind", "unchanged"}, {"uri", uri}, {"version", result->version},
+                           {"resultId", result->result_id}});
+        } else {
+          changed = true;
+          items.push_back({{"kind", "full"}, {"uri", uri}, {"version", result->version},
+                           {"resultId", result->result_id}, {"items", result->diagnostics}});
+        }
+      }
+      for (const auto& [uri, value] : request.previous) {
+        if (documents.count(uri) == 0 && !value.empty()) {
+          // Closed since: clear what the client still shows for it.
+          changed = true;
+          items.push_back({{"kind", "full"}, {"uri", uri}, {"version", nullptr},
+                           {"items", json::array()}});
+        }
+      }
+      if (ready && changed) {
+        reply(request.id, {{"items", std::move(items)}});
+      } else {
+        waiting.push_back(std::move(request));
+      }
+    }
+    workspace_requests = std::move(waiting);
+  }
+
+  // ---------------------------------------------------------------------------------------------
+  // Hover.
+
+  void hover(const json& id, const json& params) {
+    OpenDocument& document = document_for(params);
+    const protocol::Position position =
+        protocol::position_from_json(protocol::require(params, "/position", json::value_t::object));
+    with_analysis(document, [this, id, position](const AnalysisResult& result) {
+      if (!is_pending(id)) return;
+      const LineIndex& lines = result.snapshot->lines;
+      const uint32_t offset = lines.to_offset({position.line, position.character}, encoding);
+      std::string markdown;
+      const Finding* first = nullptr;
+      for (const Finding& finding : result.findings) {
+        if (finding.range.start <= offset && offset <= finding.range.end) {
+          if (first == nullptr) {
+            first = &finding;
+          } else {
+            markdown += "\n---\n\n";
+          }
+          markdown += hover_markdown(finding, *result.snapshot->text, lines);
+        }
+      }
+      if (first == nullptr) return reply(id, nullptr);
+      reply(id, {{"contents", {{"kind", "markdown"}, {"value", markdown}}},
+                 {"range", protocol::to_json(to_lsp_range(lines, first->range, encoding))}});
+    });
+  }
+
+  // ---------------------------------------------------------------------------------------------
+  // Code actions and fixes.
+
+  json workspace_edit(const std::string& uri, int64_t version, json edits) const {
+    if (document_changes) {
+      return {{"documentChanges",
+               {{{"textDocument", {{"uri", uri}, {"version", version}}}, {"edits", std::move(edits)}}}}};
+    }
+    return {{"changes", {{uri, std::move(edits)}}}};
+  }
+
+  bool applicable(const Fix& fix) const {
+    return fix.applicability == Applicability::Safe ||
+           (fix.applicability == Applicability::Unsafe && settings.unsafe_fixes);
+  }
+
+  // Runs the fix loop on the pool over the current version; `then` gets its edits (I/O thread).
+  void compute_fix_all(OpenDocument& document, std::function<void(json edits)> then) {
+    FixOptions options;
+    options.unsafe = settings.unsafe_fixes;
+    asio::post(pool, [this, path = document.path, snapshot = document.snapshot,
+                      config = config_for(document), options, encoding_used = encoding,
+                      then = std::move(then)] {
+      json edits = json::array();
+      std::string error;
+      try {
+        const FixAllResult fixed = fix_all(path, *snapshot->text, config, options);
+        if (fixed.changed) {
+          if (auto edit = minimal_edit(*snapshot->text, fixed.text)) {
+            edits.push_back(to_lsp_edit(snapshot->lines, *edit, encoding_used));
+          }
+        }
+      } catch (const std::exception& exception) {
+        error = exception.what();
+      }
+      asio::post(io, [this, edits = std::move(edits), error, then] {
+        if (!error.empty()) {
+          log_message(protocol::message_type::kError, "fix all failed: " + error);
+        }
+        then(edits);
+      });
+    });
+  }
+
+  void code_action(const json& id, const json& params) {
+    OpenDocument& document = document_for(params);
+    const protocol::Range range =
+        protocol::range_from_json(protocol::require(params, "/range", json::value_t::object));
+    std::vector<std::string> only;
+    if (const json* kinds = protocol::optional_member(params, "/context/only", json::value_t::array)) {
+      for (const json& kind : *kinds) {
+        if (kind.is_string()) only.push_back(kind.get<std::string>());
+      }
+    }
+    with_analysis(document, [this, id, range, only](const AnalysisResult& result) {
+      if (!is_pending(id)) return;
+      OpenDocument* current = find_document(request_document(id));
+      if (current == nullptr) return;
+      build_code_actions(*current, id, range, only, result);
+    });
+  }
+
+  std::string request_document(const json& id) const {
+    const auto it = pending.find(key_of(id));
+    return it == pending.end() ? std::string() : it->second.uri;
+  }
+
+  void build_code_actions(OpenDocument& document, const json& id, const protocol::Range& range,
+                          const std::vector<std::string>& only, const AnalysisResult& result) {
+    const LineIndex& lines = result.snapshot->lines;
+    const std::string& text = *result.snapshot->text;
+    const uint32_t start = lines.to_offset({range.start.line, range.start.character}, encoding);
+    const uint32_t end = lines.to_offset({range.end.line, range.end.character}, encoding);
+    json actions = json::array();
+    const bool quickfix = protocol::code_action_kind_requested(only, protocol::code_action_kind::kQuickFix);
+    bool any_fixable = false;
+    for (std::size_t i = 0; i < result.findings.size(); ++i) {
+      const Finding& finding = result.findings[i];
+      if (finding.fix && applicable(*finding.fix)) any_fixable = true;
+      const bool touches = finding.range.start <= end && start <= finding.range.end;
+      if (!quickfix || !touches) continue;
+      const json& diagnostic = result.diagnostics[i];
+      const std::string code = finding.rule != nullptr ? std::string(finding.rule->code) : "GM";
+      if (finding.fix && finding.fix->applicability != Applicability::DisplayOnly) {
+        std::string title = code + ": " + finding.fix->title;
+        if (finding.fix->applicability == Applicability::Unsafe) title += " (unsafe)";
+        actions.push_back(
+            {{"title", title},
+             {"kind", protocol::code_action_kind::kQuickFix},
+             {"diagnostics", {diagnostic}},
+             {"isPreferred", finding.fix->applicability == Applicability::Safe},
+             {"edit", workspace_edit(document.uri, result.version,
+                                     to_lsp_edits(lines, finding.fix->edits, encoding))}});
+      }
+      const TextEdit suppress = noqa_edit(finding, text, lines);
+      actions.push_back({{"title", code + ": suppress with `# noqa: " + code + "`"},
+                         {"kind", protocol::code_action_kind::kQuickFix},
+                         {"diagnostics", {diagnostic}},
+                         {"edit", workspace_edit(document.uri, result.version,
+                                                 {to_lsp_edit(lines, suppress, encoding)})}});
+    }
+    const bool fix_all_requested =
+        settings.fix_all && any_fixable &&
+        protocol::code_action_kind_requested(only, protocol::code_action_kind::kSourceFixAllGraphmend);
+    if (!fix_all_requested) return reply(id, std::move(actions));
+    json fix_all_action = {{"title", "graphmend: fix all graph breaks"},
+                           {"kind", protocol::code_action_kind::kSourceFixAllGraphmend},
+                           {"data", {{"uri", document.uri}, {"version", result.version},
+                                     {"type", "fixAll"}}}};
+    if (resolve_edits) {
+      actions.push_back(std::move(fix_all_action));
+      return reply(id, std::move(actions));
+    }
+    compute_fix_all(document, [this, id, actions = std::move(actions),
+                               fix_all_action = std::move(fix_all_action), uri = document.uri,
+                               version = result.version](json edits) mutable {
+      if (!is_pending(id)) return;
+      fix_all_action["edit"] = workspace_edit(uri, version, std::move(edits));
+      actions.push_back(std::move(fix_all_action));
+      reply(id, std::move(actions));
+    });
+  }
+
+  void resolve_code_action(const json& id, const json& params) {
+    if (!params.is_object()) throw ProtocolError(errc::kInvalidParams, "params must be a CodeAction");
+    const json* type = protocol::optional_member(params, "/data/type", json::value_t::string);
+    if (type == nullptr || *type != "fixAll" || params.contains("edit")) return reply(id, params);
+    const std::string uri = protocol::require_string(params, "/data/uri");
+    const int64_t version = protocol::require_integer(params, "/data/version");
+    OpenDocument* document = find_document(uri);
+    if (document == nullptr || document->version != version) {
+      return reply_error(id, errc::kContentModified, "the document changed since the action was offered");
+    }
+    compute_fix_all(*document, [this, id, action = params, uri, version](json edits) mutable {
+      if (!is_pending(id)) return;
+      action["edit"] = workspace_edit(uri, version, std::move(edits));
+      reply(id, std::move(action));
+    });
+  }
+
+  void execute_command(const json& id, const json& params) {
+    const std::string command = protocol::require_string(params, "/command");
+    json arguments = json::array();
+    if (const json* value = protocol::optional_member(params, "/arguments", json::value_t::array)) {
+      arguments = *value;
+    }
+    if (command == kApplyAutofix) return apply_autofix(id, arguments);
+    if (validator) {
+      const auto commands = validator->commands();
+      if (std::find(commands.begin(), commands.end(), command) != commands.end()) {
+        validator->execute(command, arguments,
+                           [this, id](json result, std::optional<protocol::ResponseError> error) {
+                             asio::post(io, [this, id, result = std::move(result),
+                                             error = std::move(error)] {
+                               if (error) return reply_error(id, error->code, error->message);
+                               reply(id, result);
+                             });
+                           });
+        return;
+      }
+    }
+    throw ProtocolError(errc::kInvalidParams, "unknown command: " + command);
+  }
+
+  void apply_autofix(const json& id, const json& arguments) {
+    const std::string uri = protocol::require_string(arguments, "/0/uri");
+    OpenDocument* document = find_document(uri);
+    if (document == nullptr) throw ProtocolError(errc::kInvalidParams, "document is not open: " + uri);
+    if (const json* version = protocol::optional_member(arguments, "/0/version", json::value_t::number_integer)) {
+      if (version->get<int64_t>() != document->version) {
+        return reply_error(id, errc::kContentModified, "the document changed");
+      }
+    }
+    compute_fix_all(*document, [this, id, uri, version = document->version](json edits) {
+      if (!is_pending(id)) return;
+      if (edits.empty()) return reply(id, nullptr);
+      // The client applies the edit (and sends didChange) before it answers: no longer stale.
+      if (auto it = pending.find(key_of(id)); it != pending.end()) it->second.uri.clear();
+      send_request("workspace/applyEdit",
+                   {{"label", "graphmend: fix all graph breaks"},
+                    {"edit", workspace_edit(uri, version, std::move(edits))}},
+                   [this, id](const Message& response) {
+                     if (response.error) {
+                       return reply_error(id, errc::kRequestFailed,
+                                          "the client did not apply the edit: " + response.error->message);
+                     }
+                     reply(id, nullptr);
+                   });
+    });
+  }
+
+  void code_lens(const json& id, const json& params) {
+    OpenDocument& document = document_for(params);
+    reply(id, validator->code_lenses(document.uri, *document.snapshot->text));
+  }
+};
+
+Server::Server(asio::io_context& io, Writer write, ServerOptions options)
+    : impl_(std::make_unique<Impl>(*this, io, std::move(write), options)) {}
+
+Server::~Server() = default;
+
+void Server::set_validator(std::shared_ptr<Validator> validator) {
+  impl_->validator = std::move(validator);
+}
+
+void Server::on_frame(const protocol::FrameEvent& event) { impl_->on_frame(event); }
+
+void Server::on_message(std::string_view body) { impl_->on_message(body); }
+
+void Server::on_input_closed() {
+  if (impl_->exit_code) return;
+  spdlog::info("input closed");
+  impl_->finish(impl_->state == Impl::State::ShutDown ? 0 : 1);
+}
+
+std::optional<int> Server::exit_code() const { return impl_->exit_code; }
+
+}  // namespace graphmend::lsp

@@ -1,0 +1,78 @@
+// The language server: `graphmend server` speaks LSP over stdio.
+//
+// Threading: one I/O thread (an asio::io_context) owns the transport and every piece of server
+// state; analysis and fix-all run on a worker pool, each open document on its own strand (so its
+// tree-sitter tree is edited and read by one thread at a time); results are posted back to the I/O
+// thread, which drops them when the document moved on.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "graphmend/protocol/framing.h"
+#include "graphmend/protocol/jsonrpc.h"
+
+namespace asio {
+class io_context;
+}  // namespace asio
+
+namespace graphmend::lsp {
+
+// `graphmend server [--log-file F] [--log-level L] [--max-message-bytes N] [--workers N]`.
+// Returns the process exit code: 0 after shutdown + exit, 1 when exit or end of input comes
+// without shutdown, 2 for bad arguments.
+int run_server(const std::vector<std::string>& args);
+
+// The seam for the GPU validator's client (graphmend.validate, code lenses). The server calls it
+// on the I/O thread; `done` may be called from any thread, once.
+class Validator {
+ public:
+  virtual ~Validator() = default;
+  // Commands it executes through workspace/executeCommand ("graphmend.validate").
+  virtual std::vector<std::string> commands() const = 0;
+  // Code lenses (LSP CodeLens array) for a document's text.
+  virtual nlohmann::json code_lenses(const std::string& uri, const std::string& text) = 0;
+  using Done = std::function<void(nlohmann::json result, std::optional<protocol::ResponseError>)>;
+  virtual void execute(const std::string& command, const nlohmann::json& arguments, Done done) = 0;
+};
+
+struct ServerOptions {
+  unsigned workers = 0;  // analysis threads; 0 picks from the hardware
+};
+
+class Server {
+ public:
+  // `write` sends one message to the client; called on the I/O thread only.
+  using Writer = std::function<void(const nlohmann::json&)>;
+
+  Server(asio::io_context& io, Writer write, ServerOptions options = {});
+  ~Server();
+  Server(const Server&) = delete;
+  Server& operator=(const Server&) = delete;
+
+  // Must be set before `initialize` to be advertised.
+  void set_validator(std::shared_ptr<Validator> validator);
+
+  // One event from the framing decoder (I/O thread).
+  void on_frame(const protocol::FrameEvent& event);
+  // One message body (I/O thread); malformed bodies are answered with the right error.
+  void on_message(std::string_view body);
+  // End of input: the server stops as if `exit` had come.
+  void on_input_closed();
+
+  // Set once the server wants to stop (exit, or end of input): the process exit code.
+  std::optional<int> exit_code() const;
+  // Called (I/O thread) when exit_code() becomes set.
+  std::function<void(int)> on_exit;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace graphmend::lsp
