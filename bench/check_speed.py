@@ -1,0 +1,161 @@
+#!/usr/bin/env python
+"""`graphmend check` against `ruff check` on every modeling_*.py of the installed transformers.
+
+    .venv/bin/python bench/check_speed.py [--graphmend build/graphmend] [--ruff .venv/bin/ruff] [--reps 5]
+
+Both tools get the same file list in the same run, alternately, with no cache (ruff `--no-cache`),
+JSON output to a pipe that is read and discarded. Each invocation runs under a small wrapper
+process whose RUSAGE_CHILDREN peak RSS is the tool's own. Reports the median wall time with its
+range, files/s, MB/s, peak memory and the wall-time ratio; writes bench/results/check_speed.json and
+the `check-speed` section of docs/benchmarks.md.
+"""
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import glob
+import json
+import os
+import statistics
+import subprocess
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+sys.path.insert(0, HERE)
+
+import common  # noqa: E402
+
+# Runs one command, discards its stdout, prints {"wall_s", "maxrss_kb", "rc", "out_bytes"} as JSON.
+WRAPPER = r"""
+import json, resource, subprocess, sys, time
+cmd = json.loads(sys.argv[1])
+t0 = time.perf_counter()
+p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+wall = time.perf_counter() - t0
+ru = resource.getrusage(resource.RUSAGE_CHILDREN)
+print(json.dumps({"wall_s": wall, "maxrss_kb": ru.ru_maxrss, "rc": p.returncode, "out_bytes": len(p.stdout),
+                  "user_s": ru.ru_utime, "sys_s": ru.ru_stime, "stdout": p.stdout.decode("utf-8", "replace")
+                  if len(p.stdout) < 50_000_000 else "", "stderr": p.stderr.decode("utf-8", "replace")[-2000:]}))
+"""
+
+
+def measure(cmd: list[str], env: dict | None = None) -> dict:
+    p = subprocess.run([sys.executable, "-c", WRAPPER, json.dumps(cmd)], capture_output=True, text=True,
+                       env=env, check=True)
+    return json.loads(p.stdout)
+
+
+def transformers_files() -> tuple[str, list[str]]:
+    out = subprocess.run([sys.executable, "-c", "import transformers, os; print(os.path.dirname(transformers.__file__))"],
+                         capture_output=True, text=True, check=True).stdout.strip()
+    files = sorted(glob.glob(os.path.join(out, "**", "modeling_*.py"), recursive=True))
+    return out, files
+
+
+def count_findings(stdout: str) -> int | None:
+    try:
+        data = json.loads(stdout) if stdout.strip() else []
+    except json.JSONDecodeError:
+        return None
+    return len(data) if isinstance(data, list) else None
+
+
+def summarize(runs: list[dict], n_files: int, n_bytes: int) -> dict:
+    walls = [r["wall_s"] for r in runs]
+    med = statistics.median(walls)
+    return {"wall_median_s": med, "wall_min_s": min(walls), "wall_max_s": max(walls),
+            "cpu_median_s": statistics.median(r["user_s"] + r["sys_s"] for r in runs),
+            "files_per_s": n_files / med, "mb_per_s": n_bytes / 2**20 / med,
+            "peak_rss_mb": max(r["maxrss_kb"] for r in runs) / 1024.0, "rc": runs[-1]["rc"],
+            "findings": count_findings(runs[-1].get("stdout", ""))}
+
+
+def markdown(res: dict) -> str:
+    m, g, r = res["meta"], res["graphmend"], res["ruff"]
+    lines = [
+        "## `graphmend check` speed against `ruff check`",
+        "",
+        f"Measured {m['date']} on {common.machine_line(m['machine'])}. Input: every `modeling_*.py` of the "
+        f"installed transformers {m['transformers']} ({m['files']} files, {m['bytes'] / 2**20:.1f} MB). "
+        f"Same file list for both tools, alternated, {m['reps']} runs each after one warm-up run; no cache "
+        f"(`ruff check --no-cache --isolated`), JSON output to a pipe. Peak memory is the tool process's "
+        f"max RSS (`getrusage(RUSAGE_CHILDREN)` in a wrapper per run). "
+        f"`{m['graphmend_version'] or m['graphmend_cmd'][0]}` vs `{m['ruff_version']}`. "
+        f"Regenerate: `.venv/bin/python bench/check_speed.py`; data: `bench/results/check_speed.json`.",
+        "",
+        "| tool | wall (median, range) | CPU time | files/s | MB/s | peak RSS | findings | exit |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for name, s, cmd in (("graphmend check", g, m["graphmend_cmd"]), ("ruff check", r, m["ruff_cmd"])):
+        lines.append(f"| {name} | {s['wall_median_s']:.3f} s ({s['wall_min_s']:.3f}-{s['wall_max_s']:.3f}) | "
+                     f"{s['cpu_median_s']:.3f} s | {s['files_per_s']:.0f} | {s['mb_per_s']:.1f} | "
+                     f"{s['peak_rss_mb']:.0f} MB | {s['findings'] if s['findings'] is not None else '?'} | {s['rc']} |")
+    lines += ["", f"Wall-time ratio graphmend / ruff: **{res['ratio_wall']:.2f}** "
+              f"(CPU-time ratio {res['ratio_cpu']:.2f}; peak-memory ratio {res['ratio_rss']:.2f}). "
+              "ruff runs its default rule set (pyflakes and pycodestyle errors), graphmend its graph-break rules; "
+              "both parse every file. ruff uses all cores; graphmend as configured by its defaults."]
+    if res.get("graphmend_errors"):
+        lines += ["", f"graphmend stderr (last run): `{res['graphmend_errors'][:300]}`"]
+    return "\n".join(lines)
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--graphmend", default=os.environ.get("GRAPHMEND_BIN", os.path.join(ROOT, "build", "graphmend")))
+    ap.add_argument("--ruff", default=os.path.join(ROOT, ".venv", "bin", "ruff"))
+    ap.add_argument("--reps", type=int, default=5)
+    ap.add_argument("--out", default=os.path.join(ROOT, "bench", "results", "check_speed.json"))
+    ap.add_argument("--doc", default=os.path.join(ROOT, "docs", "benchmarks.md"))
+    ap.add_argument("--no-doc", action="store_true")
+    ap.add_argument("--files", help="a glob of files to check instead of transformers' modeling_*.py")
+    args = ap.parse_args(argv)
+    for tool in (args.graphmend, args.ruff):
+        if not (os.path.isfile(tool) and os.access(tool, os.X_OK)):
+            print(f"check_speed: {tool} is not an executable", file=sys.stderr)
+            return 2
+    if args.files:
+        files = sorted(glob.glob(args.files, recursive=True))
+        version = ""
+    else:
+        _, files = transformers_files()
+        version = subprocess.run([sys.executable, "-c", "import transformers; print(transformers.__version__)"],
+                                 capture_output=True, text=True).stdout.strip()
+    if not files:
+        print("check_speed: no files", file=sys.stderr)
+        return 2
+    n_bytes = sum(os.path.getsize(f) for f in files)
+    gcmd = [args.graphmend, "check", "--exit-zero", "--output-format", "json", *files]
+    rcmd = [args.ruff, "check", "--no-cache", "--isolated", "--exit-zero", "--output-format", "json", *files]
+    measure(gcmd)  # warm-up: page cache for both
+    measure(rcmd)
+    gr, rr = [], []
+    for i in range(args.reps):
+        for which in ((gcmd, gr), (rcmd, rr)) if i % 2 == 0 else ((rcmd, rr), (gcmd, gr)):
+            which[1].append(measure(which[0]))
+    g, r = summarize(gr, len(files), n_bytes), summarize(rr, len(files), n_bytes)
+    res = {"meta": {"date": dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+                    "machine": common.machine(), "transformers": version, "files": len(files), "bytes": n_bytes,
+                    "reps": args.reps, "graphmend_cmd": [args.graphmend, "check", "--exit-zero", "--output-format",
+                                                         "json", "FILES"],
+                    "ruff_cmd": [args.ruff, "check", "--no-cache", "--isolated", "--exit-zero", "--output-format",
+                                 "json", "FILES"],
+                    "graphmend_version": common.tool_version([args.graphmend, "--version"]),
+                    "ruff_version": common.tool_version([args.ruff, "--version"])},
+           "graphmend": g, "ruff": r,
+           "ratio_wall": g["wall_median_s"] / r["wall_median_s"],
+           "ratio_cpu": g["cpu_median_s"] / max(r["cpu_median_s"], 1e-9),
+           "ratio_rss": g["peak_rss_mb"] / max(r["peak_rss_mb"], 1e-9),
+           "graphmend_errors": gr[-1]["stderr"].strip() if gr[-1]["rc"] != 0 else ""}
+    os.makedirs(os.path.dirname(args.out), exist_ok=True)
+    with open(args.out, "w") as f:
+        json.dump(res, f, indent=1)
+    text = markdown(res)
+    if not args.no_doc:
+        common.replace_section(args.doc, "check-speed", text)
+    print(text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
