@@ -25,11 +25,12 @@ const RuleInfo kInfo{
 
 void check(RuleContext& ctx, const Visit& v) {
   TSNode condition = field(v.node, "condition");
-  if (ctx.model.kind_of(condition, v.function) != ValueKind::Tensor) return;
+  TSNode operand = breaking_operand(ctx, condition, v.function);
+  if (ts_node_is_null(operand)) return;
   // A test whose body only raises is a runtime guard: GM301 reports it.
   if (body_is_raise(field(v.node, "consequence"))) return;
   std::string keyword = is_type(v.node, "elif_clause") ? "elif" : "if";
-  ctx.report(kInfo, node_range(condition),
+  ctx.report(kInfo, node_range(operand),
              "`" + keyword + "` on a tensor's value: Dynamo cannot know which branch to trace, so it breaks the "
              "graph here (Data-dependent branching).",
              v);

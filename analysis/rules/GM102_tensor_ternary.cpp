@@ -22,8 +22,9 @@ const RuleInfo kInfo{
 void check(RuleContext& ctx, const Visit& v) {
   if (ts_node_named_child_count(v.node) < 3) return;
   TSNode condition = ts_node_named_child(v.node, 1);
-  if (ctx.model.kind_of(condition, v.function) != ValueKind::Tensor) return;
-  ctx.report(kInfo, node_range(condition),
+  TSNode operand = breaking_operand(ctx, condition, v.function);
+  if (ts_node_is_null(operand)) return;
+  ctx.report(kInfo, node_range(operand),
              "Conditional expression on a tensor's value: Dynamo must call bool() on the tensor and breaks the "
              "graph here (Data-dependent branching).",
              v);

@@ -11,7 +11,7 @@ const RuleInfo kInfo{
     .summary = "`while` loop on a tensor's value",
     .explanation =
         "The number of iterations depends on tensor data that exists only when the graph runs. Dynamo breaks the "
-        "graph at the test; and because the break is inside a loop, it then runs the whole frame eagerly.",
+        "graph at the test, once per iteration.",
     .registry_id = "GB0170",
     .fix_summary =
         "No automatic fix: a data-dependent loop has no source-level equivalent in one graph. Rewrite it with "
@@ -23,10 +23,11 @@ const RuleInfo kInfo{
 
 void check(RuleContext& ctx, const Visit& v) {
   TSNode condition = field(v.node, "condition");
-  if (ctx.model.kind_of(condition, v.function) != ValueKind::Tensor) return;
-  ctx.report(kInfo, node_range(condition),
+  TSNode operand = breaking_operand(ctx, condition, v.function);
+  if (ts_node_is_null(operand)) return;
+  ctx.report(kInfo, node_range(operand),
              "`while` on a tensor's value: the trip count depends on tensor data, so Dynamo breaks the graph here "
-             "(Data-dependent branching) and skips the frame.",
+             "(Data-dependent branching).",
              v);
 }
 

@@ -12,7 +12,7 @@ const RuleInfo kInfo{
     .explanation =
         "`print` writes to a stream, a side effect Dynamo cannot put in an FX graph. It breaks the graph, runs "
         "the print in Python, and starts a new graph after it.",
-    .registry_id = "GB0007",
+    .registry_id = "GB0059",
     .fix_summary =
         "The print is deferred: Dynamo is told (through `torch._dynamo.config.reorderable_logging_functions`) "
         "that `print` may run after the graph, with the same arguments and in the same order.",

@@ -26,9 +26,9 @@ const RuleInfo kInfo{
 void check(RuleContext& ctx, const Visit& v) {
   if (!body_is_raise(field(v.node, "consequence"))) return;
   TSNode condition = field(v.node, "condition");
-  ValueKind kind = ctx.model.kind_of(condition, v.function);
-  if (kind != ValueKind::Tensor) return;
-  ctx.report(kInfo, node_range(condition),
+  TSNode operand = breaking_operand(ctx, condition, v.function);
+  if (ts_node_is_null(operand)) return;
+  ctx.report(kInfo, node_range(operand),
              "This guard raises depending on a tensor's value: Dynamo breaks the graph at the test (Data-dependent "
              "branching).",
              v);

@@ -12,7 +12,7 @@ const RuleInfo kInfo{
     .explanation =
         "Dynamo lowers `assert tensor_test, \"literal\"` to `torch._assert_async` inside the graph, but only when "
         "the message is a plain string: an f-string or any other expression makes it break the graph.",
-    .registry_id = "GB0171",
+    .registry_id = "GB0170",
     .fix_summary = "Use a literal message (put the details in the literal, or move the formatting out).",
     .example_bad = "assert (x > 0).all(), f'negative values in {name}'",
     .example_good = "assert (x > 0).all(), 'negative values in input'",

@@ -12,7 +12,7 @@ const RuleInfo kInfo{
     .explanation =
         "`.tolist()` reads every element of a tensor into Python, data Dynamo does not have while tracing: it "
         "breaks the graph.",
-    .registry_id = "GB0124",
+    .registry_id = "GB0109",
     .fix_summary = "No automatic fix: keep the values as a tensor and index it instead of a list.",
     .example_bad = "lengths = mask.sum(-1).tolist()",
     .example_good = "lengths = mask.sum(-1)",

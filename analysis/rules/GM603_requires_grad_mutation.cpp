@@ -30,6 +30,14 @@ void check(RuleContext& ctx, const Visit& v) {
     return;
   }
   if (tensor_method(ctx, v.node, v.function) != "requires_grad_") return;
+  // requires_grad_(False) is traced; turning gradients on is not.
+  if (argument_count(v.node) == 1) {
+    TSNode arg = ts_node_named_child(field(v.node, "arguments"), 0);
+    if (is_type(arg, "keyword_argument")) arg = field(arg, "value");
+    if (!is_type(arg, "true")) return;
+  } else if (argument_count(v.node) > 1) {
+    return;
+  }
   ctx.report(kInfo, node_range(v.node),
              "`requires_grad_()` on a traced tensor is not supported by Dynamo: it breaks the graph here.", v);
 }

@@ -10,9 +10,9 @@ const RuleInfo kInfo{
     .family = "unsupported Python",
     .summary = "Class defined inside compiled code",
     .explanation =
-        "A `class` statement runs the LOAD_BUILD_CLASS bytecode, which Dynamo does not support: it breaks the "
+        "A `class` statement calls `__build_class__`, which Dynamo does not trace: it breaks the "
         "graph every time the function runs.",
-    .registry_id = "GB0075",
+    .registry_id = "GB8977",
     .fix_summary = "No automatic fix: define the class at module level.",
     .example_bad = "def forward(self, x):\n    class Box: ...",
     .example_good = "class Box: ...\n\ndef forward(self, x): ...",
@@ -24,7 +24,7 @@ void check(RuleContext& ctx, const Visit& v) {
   TSNode name = field(v.node, "name");
   if (!ts_node_is_null(name)) range.end = ts_node_end_byte(name);
   ctx.report(kInfo, range,
-             "A class statement inside compiled code runs LOAD_BUILD_CLASS, which Dynamo does not support: it breaks "
+             "A class statement inside compiled code calls __build_class__, which Dynamo does not support: it breaks "
              "the graph here.",
              v);
 }

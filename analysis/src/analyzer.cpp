@@ -39,6 +39,14 @@ class TracedWalker {
       walk_if(node, loop);
       return;
     }
+    if (t == "conditional_expression" && ts_node_named_child_count(node) >= 3) {
+      // `a if is_compiling() else b`: only the taken alternative is traced.
+      auto truth = ctx_.model.static_truth(ts_node_named_child(node, 1), &fn_);
+      if (truth) {
+        walk(ts_node_named_child(node, *truth ? 0 : 2), loop);
+        return;
+      }
+    }
     TSNode inner_loop = (t == "for_statement" || t == "while_statement") ? node : loop;
     uint32_t n = ts_node_named_child_count(node);
     for (uint32_t i = 0; i < n; ++i) {
@@ -59,7 +67,7 @@ class TracedWalker {
 
   void walk_if(TSNode node, TSNode loop) {
     TSNode condition = field(node, "condition");
-    auto truth = ctx_.model.static_truth(condition);
+    auto truth = ctx_.model.static_truth(condition, &fn_);
     if (!truth) walk(condition, loop);
     if (truth != false) walk(field(node, "consequence"), loop);
     if (truth == true) return;  // alternatives never run under Dynamo
@@ -68,7 +76,7 @@ class TracedWalker {
       TSNode child = ts_node_named_child(node, i);
       if (is_type(child, "elif_clause")) {
         walk(child, loop);
-        if (auto t = ctx_.model.static_truth(field(child, "condition")); t == true) return;
+        if (auto t = ctx_.model.static_truth(field(child, "condition"), &fn_); t == true) return;
       } else if (is_type(child, "else_clause")) {
         walk(child, loop);
       }

@@ -51,6 +51,10 @@ std::string callee_qualified(const RuleContext& ctx, TSNode call);
 bool is_logger_expression(const RuleContext& ctx, TSNode expr);
 // A boolean tensor: comparisons of tensors, ~, &, |, isnan/isfinite/logical_*, .bool(), names assigned from these.
 bool is_bool_tensor(const RuleContext& ctx, TSNode expr, const FunctionInfo& fn, int depth = 0);
+// The operand of a test where Dynamo breaks: the first tensor-valued operand that is evaluated, looking
+// through `not` and parentheses and past `self.training`/constant conjuncts. Null when no break is
+// provable (no tensor operand, or a static conjunct such as a dtype test may short-circuit it).
+TSNode breaking_operand(const RuleContext& ctx, TSNode condition, const FunctionInfo& fn);
 // Number of positional and keyword arguments of a call.
 uint32_t argument_count(TSNode call);
 // Whether the body of an if-statement (its consequence block) is a single `raise`.

@@ -102,12 +102,46 @@ bool is_bool_tensor(const RuleContext& ctx, TSNode expr, const FunctionInfo& fn,
     return false;
   }
   if (t == "identifier") {
-    auto it = fn.assignments.find(ctx.text(expr));
+    std::string name = ctx.text(expr);
+    // A tensor input named like a mask (`mask`, `keep_mask`, `is_valid`) is taken to be boolean.
+    bool param = std::find(fn.params.begin(), fn.params.end(), name) != fn.params.end();
+    if (param && ctx.model.kind_of(expr, fn) == ValueKind::Tensor &&
+        (name == "mask" || name.ends_with("_mask") || name.starts_with("is_") || name.starts_with("has_")) &&
+        name != "attention_mask")
+      return true;
+    auto it = fn.assignments.find(name);
     if (it == fn.assignments.end() || it->second.empty()) return false;
     return std::all_of(it->second.begin(), it->second.end(),
                        [&](TSNode rhs) { return is_bool_tensor(ctx, rhs, fn, depth + 1); });
   }
   return false;
+}
+
+TSNode breaking_operand(const RuleContext& ctx, TSNode condition, const FunctionInfo& fn) {
+  condition = unparenthesize(condition);
+  if (ts_node_is_null(condition)) return TSNode{};
+  if (is_type(condition, "not_operator")) return breaking_operand(ctx, field(condition, "argument"), fn);
+  if (is_type(condition, "boolean_operator")) {
+    TSNode left = field(condition, "left");
+    if (TSNode hit = breaking_operand(ctx, left, fn); !ts_node_is_null(hit)) return hit;
+    ValueKind left_kind = ctx.model.kind_of(left, fn);
+    if (left_kind != ValueKind::Static && left_kind != ValueKind::None) return TSNode{};
+    // The right operand runs only for some values of the left one. Training flags and constants are
+    // exercised by users (train and eval); other static tests (dtype, config) may never let it run.
+    TSNode l = unparenthesize(left);
+    if (is_type(l, "not_operator")) l = unparenthesize(field(l, "argument"));
+    // Dtype and device tests select precision- or hardware-specific paths that a given run usually skips;
+    // flags, `is not None` and shape tests are taken to let the tensor test run.
+    std::string text = ctx.text(l);
+    bool hardware_test = text.find(".dtype") != std::string::npos || text.find(".device") != std::string::npos ||
+                         text.find(".is_cuda") != std::string::npos;
+    auto truth = ctx.model.static_truth(l, &fn);
+    std::string op = ctx.text(field(condition, "operator"));
+    if (truth && ((op == "and" && !*truth) || (op == "or" && *truth))) return TSNode{};
+    if (hardware_test && !truth) return TSNode{};
+    return breaking_operand(ctx, field(condition, "right"), fn);
+  }
+  return ctx.model.kind_of(condition, fn) == ValueKind::Tensor ? condition : TSNode{};
 }
 
 uint32_t argument_count(TSNode call) {

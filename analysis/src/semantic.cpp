@@ -13,8 +13,19 @@ TSNode field(TSNode node, const char* name) {
 std::string_view type_of(TSNode node) { return ts_node_is_null(node) ? std::string_view{} : ts_node_type(node); }
 bool is_type(TSNode node, std::string_view type) { return !ts_node_is_null(node) && type_of(node) == type; }
 TSNode unparenthesize(TSNode node) {
-  while (is_type(node, "parenthesized_expression") && ts_node_named_child_count(node) == 1)
-    node = ts_node_named_child(node, 0);
+  while (is_type(node, "parenthesized_expression")) {
+    // Comments inside the parentheses are named children too: look past them.
+    TSNode inner{};
+    uint32_t n = ts_node_named_child_count(node), exprs = 0;
+    for (uint32_t i = 0; i < n; ++i) {
+      TSNode c = ts_node_named_child(node, i);
+      if (is_type(c, "comment")) continue;
+      inner = c;
+      ++exprs;
+    }
+    if (exprs != 1) break;
+    node = inner;
+  }
   return node;
 }
 
@@ -122,11 +133,14 @@ void walk_body(TSNode node, const std::function<void(TSNode)>& fn) {
 SemanticModel::SemanticModel(const Document& document, Scope scope) : document_(document) {
   TSNode root = document.root();
   collect_imports(root);
+  collect_module_constants(root);
   collect_definitions(root, nullptr, nullptr);
+  collect_compile_call_targets(root);
   infer_class_attributes();
   // Locals depend on callee return kinds and callers' argument kinds: iterate to a small fixpoint.
   for (int pass = 0; pass < 3; ++pass) {
     for (auto& f : functions_) infer_locals(*f);
+    collect_call_sites();
   }
   mark_compiled_regions(scope);
 }
@@ -241,6 +255,76 @@ void SemanticModel::collect_definitions(TSNode node, ClassInfo* owner, FunctionI
   }
 }
 
+void SemanticModel::collect_module_constants(TSNode root) {
+  std::unordered_map<std::string, int> assigned;
+  uint32_t n = ts_node_named_child_count(root);
+  for (uint32_t i = 0; i < n; ++i) {
+    TSNode stmt = ts_node_named_child(root, i);
+    if (!is_type(stmt, "expression_statement")) continue;
+    TSNode a = ts_node_named_child(stmt, 0);
+    if (!is_type(a, "assignment") || !is_type(field(a, "left"), "identifier")) continue;
+    std::string name = text_of(document_, field(a, "left"));
+    TSNode right = field(a, "right");
+    auto rt = type_of(right);
+    ++assigned[name];
+    if (rt == "true") module_constants_[name] = true;
+    else if (rt == "false" || rt == "none") module_constants_[name] = false;
+    else if (rt == "integer") module_constants_[name] = text_of(document_, right) != "0";
+    if (rt == "true" || rt == "false" || rt == "none" || rt == "integer" || rt == "float" || rt == "string")
+      module_globals_[name] = rt == "none" ? ValueKind::None : ValueKind::Static;
+  }
+  for (auto& [name, count] : assigned) {
+    if (count > 1) module_constants_.erase(name);
+  }
+}
+
+void SemanticModel::collect_compile_call_targets(TSNode node) {
+  if (is_type(node, "call")) {
+    auto q = qualified_name(field(node, "function"));
+    TSNode args = field(node, "arguments");
+    if (q && *q == "torch.compile" && ts_node_named_child_count(args) > 0) {
+      TSNode target = ts_node_named_child(args, 0);
+      std::string name = text_of(document_, target);
+      for (auto& f : functions_) {
+        if (!f->owner && !f->parent && f->name == name && !f->is_entry) {
+          f->is_entry = true;
+          f->entry_description = "function `" + name + "` passed to torch.compile";
+          f->entry_range = node_range(target);
+        }
+      }
+    }
+  }
+  for_each_named_child(node, [&](TSNode c) { collect_compile_call_targets(c); });
+}
+
+void SemanticModel::collect_call_sites() {
+  for (auto& f : functions_) f->call_site_args.clear();
+  for (auto& f : functions_) {
+    walk_body(field(f->node, "body"), [&](TSNode node) {
+      if (!is_type(node, "call")) return;
+      const FunctionInfo* callee = resolve_callee(node, *f);
+      if (!callee) return;
+      std::vector<ValueKind> kinds;
+      TSNode args = field(node, "arguments");
+      uint32_t n = ts_node_named_child_count(args);
+      for (uint32_t i = 0; i < n; ++i) {
+        TSNode a = ts_node_named_child(args, i);
+        if (is_type(a, "keyword_argument") || is_type(a, "list_splat") || is_type(a, "dictionary_splat")) break;
+        kinds.push_back(kind_of(a, *f));
+      }
+      const_cast<FunctionInfo*>(callee)->call_site_args.push_back(std::move(kinds));
+    });
+  }
+}
+
+std::optional<bool> SemanticModel::constant_attribute(const ClassInfo* cls, const std::string& name) const {
+  for (int depth = 0; cls && depth < 8; ++depth) {
+    if (auto it = cls->literal_attributes.find(name); it != cls->literal_attributes.end()) return it->second;
+    cls = cls->bases.empty() ? nullptr : find_class(cls->bases[0]);
+  }
+  return std::nullopt;
+}
+
 const ClassInfo* SemanticModel::find_class(std::string_view name) const {
   for (auto& c : classes_) {
     if (c->name == name) return c.get();
@@ -274,6 +358,16 @@ void SemanticModel::infer_class_attributes() {
         std::string name = text_of(document_, field(left, "attribute"));
         ValueKind kind = ValueKind::Static;
         if (ts_node_is_null(right)) return;
+        {
+          auto rt = type_of(right);
+          std::optional<bool> truth;
+          if (rt == "true") truth = true;
+          else if (rt == "false" || rt == "none") truth = false;
+          else if (rt == "integer" || rt == "float") truth = text_of(document_, right) != "0" && text_of(document_, right) != "0.0";
+          auto [lit, fresh] = cls->literal_attributes.emplace(name, truth);
+          if (!fresh && lit->second != truth) lit->second = std::nullopt;
+          if (!truth) lit->second = std::nullopt;
+        }
         if (is_type(right, "call")) {
           TSNode callee = field(right, "function");
           auto q = qualified_name(callee);
@@ -368,6 +462,14 @@ void SemanticModel::infer_locals(FunctionInfo& fn) {
       // An unannotated, default-less input of a module's forward or of a compiled function is a tensor.
       bool entry_like = (fn.owner && fn.owner->is_module && fn.name == "forward") || fn.is_entry;
       if (entry_like) kind = ValueKind::Tensor;
+    }
+    if (kind == ValueKind::Unknown && !fn.call_site_args.empty()) {
+      // A helper's parameter is a tensor when every call site in the file passes one.
+      size_t index = fn.params.size() - 1;
+      bool all_tensor = std::all_of(fn.call_site_args.begin(), fn.call_site_args.end(), [&](const auto& args) {
+        return index < args.size() && args[index] == ValueKind::Tensor;
+      });
+      if (all_tensor) kind = ValueKind::Tensor;
     }
     auto it = fn.locals.find(name);
     if (it == fn.locals.end() || it->second == ValueKind::Unknown) fn.locals[name] = kind;
@@ -480,7 +582,7 @@ ValueKind SemanticModel::call_kind(TSNode call, const FunctionInfo& fn) const {
   if (auto q = qualified_name(callee)) {
     std::string_view name = *q;
     if (one_of(name, kStaticTorchFunctions)) return ValueKind::Static;
-    if (one_of(name, kDataTorchFunctions)) return ValueKind::DataScalar;
+    if (one_of(name, kDataTorchFunctions)) return ValueKind::Tensor;  // Dynamo breaks where the bool is used
     std::string_view last = name.substr(name.rfind('.') + 1);
     if (one_of(last, kCompilingChecks)) return ValueKind::Static;
     if (name.starts_with("torch.nn.functional.") || name.starts_with("torch.special.") ||
@@ -647,23 +749,6 @@ void SemanticModel::mark_compiled_regions(Scope scope) {
     if (scope == Scope::All && f->name != "__init__")
       enter(f.get(), "function `" + f->qualified_name + "` (scope = \"all\")", node_range(field(f->node, "name")));
   }
-  // torch.compile(fn) call sites anywhere in the file.
-  std::function<void(TSNode)> find_compile_calls = [&](TSNode node) {
-    if (is_type(node, "call")) {
-      auto q = qualified_name(field(node, "function"));
-      TSNode args = field(node, "arguments");
-      if (q && *q == "torch.compile" && ts_node_named_child_count(args) > 0) {
-        TSNode target = ts_node_named_child(args, 0);
-        std::string name = text_of(document_, target);
-        for (auto& f : functions_) {
-          if (!f->owner && !f->parent && f->name == name)
-            enter(f.get(), "function `" + name + "` passed to torch.compile", node_range(target));
-        }
-      }
-    }
-    for_each_named_child(node, find_compile_calls);
-  };
-  find_compile_calls(document_.root());
   // Callees of compiled functions (and nested functions of compiled functions) are traced too.
   while (!work.empty()) {
     FunctionInfo* f = work.back();
@@ -694,10 +779,24 @@ const FunctionInfo* SemanticModel::function_containing(TSNode node) const {
 
 bool SemanticModel::is_dynamo_disabled(const FunctionInfo& function) const { return disabled_.count(&function) > 0; }
 
-std::optional<bool> SemanticModel::static_truth(TSNode condition) const {
+std::optional<bool> SemanticModel::static_truth(TSNode condition, const FunctionInfo* function) const {
   condition = unparenthesize(condition);
+  if (is_type(condition, "identifier")) {
+    if (auto it = module_constants_.find(text_of(document_, condition)); it != module_constants_.end()) {
+      bool local = function && name_kind(text_of(document_, condition), *function) != ValueKind::Unknown;
+      if (!local) return it->second;
+    }
+  }
+  if (function && is_type(condition, "attribute") && text_of(document_, field(condition, "object")) == "self") {
+    const FunctionInfo* top = function;
+    while (top->parent) top = top->parent;
+    std::string attr = text_of(document_, field(condition, "attribute"));
+    if (attr != "training") {
+      if (auto c = constant_attribute(top->owner, attr)) return c;
+    }
+  }
   if (is_type(condition, "not_operator")) {
-    auto inner = static_truth(field(condition, "argument"));
+    auto inner = static_truth(field(condition, "argument"), function);
     if (inner) return !*inner;
     return std::nullopt;
   }
@@ -711,8 +810,8 @@ std::optional<bool> SemanticModel::static_truth(TSNode condition) const {
   }
   if (is_type(condition, "identifier") && text_of(document_, condition) == "TYPE_CHECKING") return false;
   if (is_type(condition, "boolean_operator")) {
-    auto l = static_truth(field(condition, "left"));
-    auto r = static_truth(field(condition, "right"));
+    auto l = static_truth(field(condition, "left"), function);
+    auto r = static_truth(field(condition, "right"), function);
     std::string op = text_of(document_, field(condition, "operator"));
     if (op == "and") {
       if (l == false || r == false) return false;

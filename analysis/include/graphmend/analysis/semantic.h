@@ -35,6 +35,7 @@ struct ClassInfo {
   bool is_module = false;
   std::unordered_map<std::string, ValueKind> attributes;  // self.<name> kinds set anywhere in the class
   std::unordered_map<std::string, TSNode> methods;
+  std::unordered_map<std::string, std::optional<bool>> literal_attributes;  // nullopt: mixed/non-literal
 };
 
 struct FunctionInfo {
@@ -52,6 +53,8 @@ struct FunctionInfo {
   // Right-hand sides assigned to each local name, in source order (simple `name = expr` only).
   std::unordered_map<std::string, std::vector<TSNode>> assignments;
   ValueKind return_kind = ValueKind::Unknown;
+  // Kinds of the positional arguments at each call site in this file (params inferred from them).
+  std::vector<std::vector<ValueKind>> call_site_args;
 };
 
 class SemanticModel {
@@ -82,7 +85,9 @@ class SemanticModel {
   bool is_dynamo_disabled(const FunctionInfo& function) const;
 
   // A test Dynamo evaluates at trace time to a constant: is_compiling() and friends.
-  std::optional<bool> static_truth(TSNode condition) const;
+  std::optional<bool> static_truth(TSNode condition, const FunctionInfo* function = nullptr) const;
+  // `self.<name>` only ever assigned literals of one truthiness in its class.
+  std::optional<bool> constant_attribute(const ClassInfo* cls, const std::string& name) const;
 
  private:
   void collect_imports(TSNode root);
@@ -90,6 +95,9 @@ class SemanticModel {
   void infer_class_attributes();
   void infer_locals(FunctionInfo& function);
   void mark_compiled_regions(Scope scope);
+  void collect_compile_call_targets(TSNode node);
+  void collect_call_sites();
+  void collect_module_constants(TSNode root);
   ValueKind attribute_kind(const ClassInfo* cls, const std::string& name, int depth = 0) const;
   ValueKind call_kind(TSNode call, const FunctionInfo& function) const;
   ValueKind name_kind(std::string_view name, const FunctionInfo& function) const;
@@ -102,6 +110,8 @@ class SemanticModel {
   std::unordered_map<uint32_t, FunctionInfo*> function_by_start_;  // definition start byte
   std::unordered_set<const FunctionInfo*> disabled_;
   std::unordered_map<std::string, ValueKind> module_globals_;
+  // Module-level names bound once to a literal, and self attributes only ever set to literals: truthiness.
+  std::unordered_map<std::string, bool> module_constants_;
 };
 
 // Small tree-sitter helpers shared by rules and transforms.
