@@ -10,7 +10,8 @@ For every fixture, on a copy in a temporary folder:
   * Dynamo break sites (distinct lines, as in test_fixture_markers) after the fix <= before, and ==
     EXPECTED_BREAKS_AFTER_FIX when the fixture declares it; when it declares 0,
     torch.compile(fullgraph=True) of the fixed example succeeds and matches the eager original
-    (output and transcript).
+    (output and transcript; where the original raises, the compiled fixed code must raise with the
+    original message, its type may differ: torch._assert_async raises RuntimeError).
 """
 import ast
 import shutil
@@ -122,4 +123,12 @@ def _assert_fullgraph_matches_eager(path, copy):
         _align(orig_fn, fixed_fn)
         torch._dynamo.reset()
         compiled = torch.compile(fixed_fn, fullgraph=True, backend="eager")
-        _compare(call(orig_fn, orig_args), call(compiled, fixed_args), f"{path.name} fullgraph seed {seed}")
+        where = f"{path.name} fullgraph seed {seed}"
+        orig, comp = call(orig_fn, orig_args), call(compiled, fixed_args)
+        if orig[0] == "raise":
+            # a graph-native guard (torch._assert_async) raises RuntimeError under compile: the type
+            # may differ by design (docs/dynamo-facts.md), the message may not
+            assert comp[0] == "raise", f"{where}: original raised {orig[1]}, compiled fixed returned"
+            assert orig[1][1] in comp[1][1], f"{where}: original raised {orig[1]}, compiled fixed {comp[1]}"
+        else:
+            _compare(orig, comp, where)
