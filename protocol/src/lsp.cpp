@@ -52,7 +52,7 @@ Range range_from_json(const json& value, std::string_view where) {
 
 const json* optional_member(const json& params, const std::string& pointer, json::value_t type) {
   const json::json_pointer ptr(pointer);
-  if (!params.is_object() || !params.contains(ptr)) return nullptr;
+  if ((!params.is_object() && !params.is_array()) || !params.contains(ptr)) return nullptr;
   const json& member = params.at(ptr);
   if (member.type() == type) return &member;
   // Integers arrive as either signedness.
