@@ -25,3 +25,9 @@ class Branchy(nn.Module):
 def make():
     torch.manual_seed(0)
     return Branchy(), (torch.randn(8, 16),)
+
+
+def make_low():
+    """Inputs whose hidden mean stays below 0.1: the `else` branch runs."""
+    torch.manual_seed(0)
+    return Branchy(), (torch.randn(8, 16) * 0.01,)

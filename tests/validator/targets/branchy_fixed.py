@@ -20,3 +20,8 @@ class Branchy(nn.Module):
 def make():
     torch.manual_seed(0)
     return Branchy(), (torch.randn(8, 16),)
+
+
+def make_low():
+    torch.manual_seed(0)
+    return Branchy(), (torch.randn(8, 16) * 0.01,)

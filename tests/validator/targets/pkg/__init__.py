@@ -1,0 +1,1 @@
+"""A package target: model.py imports its helpers relatively."""
