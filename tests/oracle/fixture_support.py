@@ -255,6 +255,8 @@ def dynamo_report(path: Path, seed: int = 0):
     if key not in _DYNAMO_CACHE:
         module = load_fixture(path)
         fn, args = build_example(module, seed)
-        with transcript():
+        # originals run under Dynamo's default logging config, whatever a fixed file set earlier
+        with transcript(), torch._dynamo.config.patch(reorderable_logging_functions=set(),
+                                                      ignore_logging_functions=set()):
             _DYNAMO_CACHE[key] = find_breaks(fn, args, str(path))
     return _DYNAMO_CACHE[key]
