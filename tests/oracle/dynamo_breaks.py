@@ -93,6 +93,14 @@ def _same_file(a: str, b: str) -> bool:
     return os.path.realpath(a) == os.path.realpath(b)
 
 
+def _in_fixture(frame_file: str, filename: str) -> bool:
+    # Dynamo may report a nested function's frame under the file of an *equal* code object it met
+    # earlier (code objects compare equal across files, co_filename is not part of equality): a
+    # fixed copy's `def` inside forward shows up under the original fixture's path. Equal code
+    # means equal line numbers, so a frame from a file with the same name counts as the fixture's.
+    return _same_file(frame_file, filename) or os.path.basename(frame_file) == os.path.basename(filename)
+
+
 def _root_gb_type(exc: BaseException) -> str:
     msg = getattr(exc, "msg", None) or str(exc)
     head = msg.splitlines()[0].strip() if msg else ""
@@ -103,8 +111,8 @@ def _root_gb_type(exc: BaseException) -> str:
 
 def _attribute(stack: Sequence[Any], filename: str) -> tuple[str, int, str]:
     for frame in reversed(stack):
-        if _same_file(frame.filename, filename):
-            return frame.filename, frame.lineno, frame.name
+        if _in_fixture(frame.filename, filename):
+            return filename, frame.lineno, frame.name
     if stack:
         last = stack[-1]
         return last.filename, last.lineno, last.name
@@ -169,7 +177,7 @@ def find_breaks(fn: Callable, args: tuple, filename: str, *, cross_check: bool =
         if explained is not None:
             for reason in explained.break_reasons:
                 stack = list(reason.user_stack or [])
-                if any(_same_file(f.filename, filename) for f in stack):
+                if any(_in_fixture(f.filename, filename) for f in stack):
                     explain_lines.add(_attribute(stack, filename)[1])
         torch._dynamo.reset()
 

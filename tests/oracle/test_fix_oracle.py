@@ -3,8 +3,8 @@
 For every fixture, on a copy in a temporary folder:
   * `check --fix --exit-zero COPY` succeeds, the result parses, and a second `--fix` changes nothing;
   * a fixture without expected findings is left byte-identical;
-  * eager original and eager fixed example() agree on seeds 0, 1, 2 (same seed before building, the
-    fixed module gets the original's state_dict and train/eval mode): equal outputs (exact, NaN ==
+  * eager original and eager fixed example() agree on seeds 0, 1, 2 (same seed before building and
+    again before calling, the fixed module gets the original's state_dict and train/eval mode): equal outputs (exact, NaN ==
     NaN) or the same exception type and message, and the same transcript (stdout, stderr, log
     records, warnings, in order);
   * Dynamo break sites (distinct lines, as in test_fixture_markers) after the fix <= before, and ==
@@ -54,6 +54,12 @@ def _align(orig_fn, fixed_fn):
         fixed_fn.train(orig_fn.training)
 
 
+def _seeded_call(fn, args, seed):
+    """Calls draw from the global RNG too (layerdrop, dropout): both arms start from the same state."""
+    torch.manual_seed(10_000 + seed)
+    return call(fn, args)
+
+
 def _compare(orig, fixed, where):
     kind_o, out_o, log_o = orig
     kind_f, out_f, log_f = fixed
@@ -90,7 +96,8 @@ def test_fix_keeps_eager_semantics(path, tmp_path):
         orig_fn, orig_args = build_example(original, seed)
         fixed_fn, fixed_args = build_example(fixed, seed)
         _align(orig_fn, fixed_fn)
-        _compare(call(orig_fn, orig_args), call(fixed_fn, fixed_args), f"{path.name} seed {seed}")
+        _compare(_seeded_call(orig_fn, orig_args, seed), _seeded_call(fixed_fn, fixed_args, seed),
+                 f"{path.name} seed {seed}")
 
 
 @pytest.mark.parametrize("path", PATHS, ids=fixture_ids())
@@ -124,7 +131,7 @@ def _assert_fullgraph_matches_eager(path, copy):
         torch._dynamo.reset()
         compiled = torch.compile(fixed_fn, fullgraph=True, backend="eager")
         where = f"{path.name} fullgraph seed {seed}"
-        orig, comp = call(orig_fn, orig_args), call(compiled, fixed_args)
+        orig, comp = _seeded_call(orig_fn, orig_args, seed), _seeded_call(compiled, fixed_args, seed)
         if orig[0] == "raise":
             # a graph-native guard (torch._assert_async) raises RuntimeError under compile: the type
             # may differ by design (docs/dynamo-facts.md), the message may not
