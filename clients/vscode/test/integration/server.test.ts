@@ -291,6 +291,8 @@ describe(`graphmend server (${serverBinary()}) as the VS Code extension drives i
     const settings = settingsWith({ run: 'onSave', select: ['GM'], 'validator.python': '/usr/bin/python3' });
     await withEditor(settings, source, async (editor) => {
       await editor.diagnostics().catch(() => []);
+      const ours = editor.session.configurationRequests.filter((r) => r.section === 'graphmend');
+      assert.ok(ours.length >= 1, `the server asks for section "graphmend": ${JSON.stringify(editor.session.configurationRequests)}`);
       for (const request of editor.session.configurationRequests) {
         if (request.section === 'graphmend') {
           assert.deepEqual(request.answer, {
