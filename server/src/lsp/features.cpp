@@ -10,6 +10,7 @@ bool is_continuation(char c) { return (static_cast<unsigned char>(c) & 0xC0) == 
 
 void append_lines(std::string& out, std::string_view block, std::string_view prefix,
                   std::size_t max_lines) {
+  if (!block.empty() && block.back() == '\n') block.remove_suffix(1);
   std::size_t count = 0;
   std::size_t pos = 0;
   while (pos <= block.size()) {
@@ -140,7 +141,10 @@ std::string fix_preview(const Fix& fix, std::string_view text, const LineIndex& 
   first = std::min(first, size);
   last = std::min(last, size);
   const uint32_t block_start = lines.line_start(lines.line_of(first));
-  const uint32_t block_end = std::max(lines.line_end(lines.line_of(last)), last);
+  uint32_t last_line = lines.line_of(last);
+  // An edit ending at the start of a line does not touch that line.
+  if (last > first && last_line > 0 && last == lines.line_start(last_line)) --last_line;
+  const uint32_t block_end = std::max(lines.line_end(last_line), last);
   const std::string_view old_block = text.substr(block_start, block_end - block_start);
   std::vector<TextEdit> shifted;
   for (const TextEdit& edit : fix.edits) {

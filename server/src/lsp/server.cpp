@@ -430,16 +430,17 @@ struct Server::Impl {
     send_request("workspace/configuration", {{"items", {{{"section", "graphmend"}}}}},
                  [this](const Message& response) {
                    if (response.error || !response.result.is_array() ||
-                       response.result.empty()) {
+                       response.result.empty() || !response.result[0].is_object()) {
                      return;
                    }
                    update_settings(response.result[0], "workspace/configuration");
                  });
   }
 
+  // A settings payload is complete: what it leaves out returns to the default.
   void update_settings(const json& value, const std::string& origin) {
     std::vector<std::string> warnings;
-    Settings updated = merge_settings(settings, value, &warnings);
+    Settings updated = merge_settings(Settings{}, value, &warnings);
     for (const std::string& warning : warnings) {
       log_message(protocol::message_type::kWarning, origin + ": " + warning);
     }

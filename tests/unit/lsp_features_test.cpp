@@ -1,0 +1,186 @@
+#include <doctest/doctest.h>
+
+#include <string>
+
+#include "lsp/debounce.h"
+#include "lsp/features.h"
+#include "lsp/settings.h"
+
+using namespace graphmend;
+using namespace graphmend::lsp;
+using nlohmann::json;
+
+namespace {
+
+const RuleInfo kRule{.code = "GM201",
+                     .name = "print-in-graph",
+                     .family = "side effects",
+                     .summary = "print",
+                     .explanation = "Printing is a side effect.",
+                     .registry_id = "GB0059",
+                     .fix_summary = "defer",
+                     .example_bad = "print(x)",
+                     .example_good = "",
+                     .fixable = true};
+
+Finding print_finding(std::string_view text) {
+  Finding finding;
+  finding.rule = &kRule;
+  const auto start = static_cast<uint32_t>(text.find("print"));
+  finding.range = {start, static_cast<uint32_t>(text.find(')', start) + 1)};
+  finding.message = "`print` breaks the graph";
+  finding.related.push_back({{0, 5}, "traced as part of `forward`"});
+  return finding;
+}
+
+}  // namespace
+
+TEST_CASE("features: a finding becomes a diagnostic with code, link, related info and data") {
+  const std::string text = "def forward(x):\n    print(\"é\", x)\n";
+  const LineIndex lines(text);
+  Finding finding = print_finding(text);
+  finding.fix = Fix{"Defer the print", Applicability::Safe, {{{20, 25}, "defer"}}};
+  const json d = to_diagnostic(finding, lines, PositionEncoding::Utf16, "file:///m.py", 3);
+  CHECK(d["code"] == "GM201");
+  CHECK(d["source"] == "graphmend");
+  CHECK(d["severity"] == 2);
+  CHECK(d["codeDescription"]["href"] == rule_url(kRule));
+  CHECK(d["range"]["start"] == json{{"line", 1}, {"character", 4}});
+  // "é" is one UTF-16 unit but two bytes.
+  CHECK(d["range"]["end"] == json{{"line", 1}, {"character", 17}});
+  CHECK(to_diagnostic(finding, lines, PositionEncoding::Utf8, "file:///m.py", 3)["range"]["end"] ==
+        json{{"line", 1}, {"character", 18}});
+  CHECK(d["relatedInformation"][0]["location"]["uri"] == "file:///m.py");
+  CHECK(d["relatedInformation"][0]["message"] == "traced as part of `forward`");
+  CHECK(d["data"]["version"] == 3);
+  CHECK(d["data"]["registryId"] == "GB0059");
+  CHECK(d["data"]["fix"]["title"] == "Defer the print");
+  CHECK(d["data"]["fix"]["applicability"] == std::string(to_string(Applicability::Safe)));
+  CHECK(d["data"]["fix"]["edits"][0]["newText"] == "defer");
+  CHECK_FALSE(d["data"].contains("noFixReason"));
+
+  finding.fix.reset();
+  finding.no_fix_reason = "the branch has a side effect";
+  const json without = to_diagnostic(finding, lines, PositionEncoding::Utf16, "file:///m.py", 3);
+  CHECK(without["data"]["noFixReason"] == "the branch has a side effect");
+  CHECK_FALSE(without["data"].contains("fix"));
+}
+
+TEST_CASE("features: hover shows the explanation, the registry entry and the fix or its absence") {
+  const std::string text = "def forward(x):\n    print(x)\n    return x\n";
+  const LineIndex lines(text);
+  Finding finding = print_finding(text);
+  finding.in_loop = true;
+  finding.no_fix_reason = "no reason at all";
+  std::string md = hover_markdown(finding, text, lines);
+  CHECK(md.find("**GM201** `print-in-graph`") == 0);
+  CHECK(md.find("Printing is a side effect.") != std::string::npos);
+  CHECK(md.find("**Dynamo graph break** [GB0059]") != std::string::npos);
+  CHECK(md.find("inside a loop") != std::string::npos);
+  CHECK(md.find("**No automatic fix**: no reason at all") != std::string::npos);
+  CHECK(md.find("[GM201 documentation](" + rule_url(kRule) + ")") != std::string::npos);
+
+  const auto start = static_cast<uint32_t>(text.find("print(x)"));
+  finding.fix = Fix{"Defer it", Applicability::Unsafe, {{{start, start + 8}, "deferred(x)"}}};
+  md = hover_markdown(finding, text, lines);
+  CHECK(md.find("**Fix** (" + std::string(to_string(Applicability::Unsafe)) + "): Defer it") !=
+        std::string::npos);
+  CHECK(md.find("```diff\n-     print(x)\n+     deferred(x)\n```") != std::string::npos);
+}
+
+TEST_CASE("features: fix preview covers every line an edit touches") {
+  const std::string text = "a = 1\nif c:\n    b = 2\nelse:\n    b = 3\nz = 0\n";
+  const LineIndex lines(text);
+  const auto start = static_cast<uint32_t>(text.find("if c"));
+  const auto end = static_cast<uint32_t>(text.find("z = 0"));
+  const Fix fix{"predicate", Applicability::Safe, {{{start, end}, "b = where(c, 2, 3)\n"}}};
+  CHECK(fix_preview(fix, text, lines) ==
+        "- if c:\n-     b = 2\n- else:\n-     b = 3\n+ b = where(c, 2, 3)\n");
+}
+
+TEST_CASE("features: noqa edits add a comment or extend an existing code list") {
+  std::string text = "x = 1\n    print(x)   \ny = 2\n";
+  LineIndex lines(text);
+  Finding finding = print_finding(text);
+  TextEdit edit = noqa_edit(finding, text, lines);
+  CHECK(apply_edits(text, {edit}) == "x = 1\n    print(x)  # noqa: GM201\ny = 2\n");
+
+  text = "    print(x)  # noqa: GM101\n";
+  lines = LineIndex(text);
+  finding = print_finding(text);
+  edit = noqa_edit(finding, text, lines);
+  CHECK(apply_edits(text, {edit}) == "    print(x)  # noqa: GM101, GM201\n");
+
+  text = "    print(x)  # keep me\r\nz\r\n";
+  lines = LineIndex(text);
+  finding = print_finding(text);
+  edit = noqa_edit(finding, text, lines);
+  CHECK(apply_edits(text, {edit}) == "    print(x)  # keep me  # noqa: GM201\r\nz\r\n");
+}
+
+TEST_CASE("features: minimal edits keep the common prefix and suffix on character boundaries") {
+  CHECK_FALSE(minimal_edit("same", "same"));
+  auto edit = minimal_edit("a = 1\nb = 2\n", "a = 1\nb = 3\n");
+  REQUIRE(edit);
+  CHECK(edit->range == ByteRange{10, 11});
+  CHECK(edit->new_text == "3");
+  // "é" (C3 A9) vs "è" (C3 A8): the shared lead byte must not be split off.
+  edit = minimal_edit("x = \"\xC3\xA9\"", "x = \"\xC3\xA8\"");
+  REQUIRE(edit);
+  CHECK(edit->range == ByteRange{5, 7});
+  CHECK(edit->new_text == "\xC3\xA8");
+  const std::string before = "abcabc";
+  edit = minimal_edit(before, "abc");
+  REQUIRE(edit);
+  CHECK(apply_edits(before, {*edit}) == "abc");
+  edit = minimal_edit("", "new");
+  REQUIRE(edit);
+  CHECK(apply_edits("", {*edit}) == "new");
+}
+
+TEST_CASE("settings: known keys are read, bad values reported, nesting under graphmend accepted") {
+  std::vector<std::string> warnings;
+  Settings settings = merge_settings(
+      Settings{},
+      {{"graphmend",
+        {{"run", "onSave"}, {"debounce", 0}, {"select", {"GM1"}}, {"ignore", "GM2"},
+         {"scope", "all"}, {"unsafeFixes", true}, {"fixAll", "yes"}, {"logLevel", "debug"},
+         {"validate", {{"enable", true}}}}}},
+      &warnings);
+  CHECK(settings.run == RunMode::OnSave);
+  CHECK(settings.debounce_ms == 0);
+  CHECK(settings.select == std::vector<std::string>{"GM1"});
+  CHECK_FALSE(settings.ignore);
+  CHECK(settings.scope == Scope::All);
+  CHECK(settings.unsafe_fixes);
+  CHECK(settings.fix_all);
+  CHECK(settings.log_level == "debug");
+  REQUIRE(warnings.size() == 2);
+  CHECK(warnings[0].find("ignore") != std::string::npos);
+  CHECK(warnings[1].find("fixAll") != std::string::npos);
+
+  settings = merge_settings(settings, {{"debounce", "auto"}}, nullptr);
+  CHECK_FALSE(settings.debounce_ms);
+
+  Config config;
+  config.select = {"GM"};
+  config.ignore = {"GM6"};
+  const Config applied = apply_settings(config, settings);
+  CHECK(applied.select == std::vector<std::string>{"GM1"});
+  CHECK(applied.ignore == std::vector<std::string>{"GM6"});
+  CHECK(applied.scope == Scope::All);
+}
+
+TEST_CASE("debounce: adaptive to the median of recent analysis times, clamped; fixed wins") {
+  using std::chrono::milliseconds;
+  DebouncePolicy policy(milliseconds(50), milliseconds(500));
+  CHECK(policy.next(std::nullopt) == milliseconds(50));
+  CHECK(policy.next(0) == milliseconds(0));
+  CHECK(policy.next(120) == milliseconds(120));
+  for (int ms : {100, 300, 200, 5000, 250}) policy.record(milliseconds(ms));
+  CHECK(policy.next(std::nullopt) == milliseconds(250));
+  for (int i = 0; i < 5; ++i) policy.record(milliseconds(2));
+  CHECK(policy.next(std::nullopt) == milliseconds(50));
+  for (int i = 0; i < 5; ++i) policy.record(milliseconds(4000));
+  CHECK(policy.next(std::nullopt) == milliseconds(500));
+}
