@@ -117,7 +117,9 @@ class _ListHandler(logging.Handler):
     def emit(self, record: logging.LogRecord) -> None:
         if record.name == "torch" or record.name.startswith("torch."):
             return  # torch's own diagnostics (Dynamo's graph-break warnings differ by design)
-        self.sink.append(("log", record.levelname, record.getMessage()))
+        # the logger's name may differ (it is often the module's __name__); the emitting function
+        # may not (a deferral wrapper must log with stacklevel=2); line numbers move with any edit
+        self.sink.append(("log", record.levelname, record.funcName, record.getMessage()))
 
 
 @contextlib.contextmanager
