@@ -25,6 +25,7 @@ void check(RuleContext& ctx, const Visit& v) {
   TSNode callee = unparenthesize(field(v.node, "function"));
   if (!is_type(callee, "identifier") || ctx.text(callee) != "print") return;
   if (ctx.model.qualified_name(callee)) return;  // an imported `print` is not the builtin
+  if (ctx.model.is_deferred("print")) return;    // registered as reorderable: Dynamo runs it after the graph
   ctx.report(kInfo, node_range(v.node),
              "`print` is a side effect Dynamo cannot record in the graph: it breaks the graph here.", v);
 }

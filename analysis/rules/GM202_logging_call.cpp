@@ -31,6 +31,7 @@ void check(RuleContext& ctx, const Visit& v) {
   std::string method = ctx.text(field(callee, "attribute"));
   if (std::find(kMethods.begin(), kMethods.end(), method) == kMethods.end()) return;
   if (!is_logger_expression(ctx, field(callee, "object"))) return;
+  if (ctx.model.is_deferred(ctx.text(callee))) return;  // registered as reorderable: runs after the graph
   ctx.report(kInfo, node_range(v.node),
              "`" + ctx.text(callee) + "` is a logging side effect Dynamo does not trace: it breaks the graph here "
              "(logging.Logger method not supported).",

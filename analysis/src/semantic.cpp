@@ -262,6 +262,14 @@ void SemanticModel::collect_module_constants(TSNode root) {
     TSNode stmt = ts_node_named_child(root, i);
     if (!is_type(stmt, "expression_statement")) continue;
     TSNode a = ts_node_named_child(stmt, 0);
+    if (is_type(a, "call")) {
+      // torch._dynamo.config.reorderable_logging_functions.add(f): Dynamo defers f instead of tracing it.
+      std::string callee = text_of(document_, field(a, "function"));
+      TSNode args = field(a, "arguments");
+      if (callee.ends_with("reorderable_logging_functions.add") && ts_node_named_child_count(args) == 1)
+        deferred_.insert(text_of(document_, ts_node_named_child(args, 0)));
+      continue;
+    }
     if (!is_type(a, "assignment") || !is_type(field(a, "left"), "identifier")) continue;
     std::string name = text_of(document_, field(a, "left"));
     TSNode right = field(a, "right");
@@ -315,6 +323,14 @@ void SemanticModel::collect_call_sites() {
       const_cast<FunctionInfo*>(callee)->call_site_args.push_back(std::move(kinds));
     });
   }
+}
+
+std::string SemanticModel::attribute_constructor(const ClassInfo* cls, const std::string& name) const {
+  for (int depth = 0; cls && depth < 8; ++depth) {
+    if (auto it = cls->attribute_constructors.find(name); it != cls->attribute_constructors.end()) return it->second;
+    cls = cls->bases.empty() ? nullptr : find_class(cls->bases[0]);
+  }
+  return "";
 }
 
 std::optional<bool> SemanticModel::constant_attribute(const ClassInfo* cls, const std::string& name) const {
@@ -374,6 +390,7 @@ void SemanticModel::infer_class_attributes() {
           std::string callee_text = text_of(document_, callee);
           std::string_view last = callee_text;
           if (auto dot = last.rfind('.'); dot != std::string_view::npos) last = last.substr(dot + 1);
+          if (q) cls->attribute_constructors[name] = *q;
           if (q && (*q == "torch.nn.Parameter" || *q == "torch.nn.parameter.Parameter")) {
             kind = ValueKind::Tensor;
           } else if (q && q->starts_with("torch.nn.") && !q->starts_with("torch.nn.functional") &&
@@ -746,7 +763,7 @@ void SemanticModel::mark_compiled_regions(Scope scope) {
     if (f->is_entry) enter(f.get(), f->entry_description, f->entry_range);
     if (f->owner && f->owner->is_module && f->name == "forward")
       enter(f.get(), "`forward` of nn.Module subclass `" + f->owner->name + "`", node_range(field(f->node, "name")));
-    if (scope == Scope::All && f->name != "__init__")
+    if (scope == Scope::All && f->name != "__init__" && !deferred_.count(f->name))
       enter(f.get(), "function `" + f->qualified_name + "` (scope = \"all\")", node_range(field(f->node, "name")));
   }
   // Callees of compiled functions (and nested functions of compiled functions) are traced too.
@@ -759,7 +776,8 @@ void SemanticModel::mark_compiled_regions(Scope scope) {
     walk_body(field(f->node, "body"), [&](TSNode node) {
       if (!is_type(node, "call")) return;
       const FunctionInfo* callee = resolve_callee(node, *f);
-      if (callee && !callee->compiled && !disabled_.count(callee) && callee->name != "__init__")
+      if (callee && !callee->compiled && !disabled_.count(callee) && callee->name != "__init__" &&
+          !deferred_.count(callee->name))
         enter(const_cast<FunctionInfo*>(callee), f->entry_description, f->entry_range);
     });
   }

@@ -3,8 +3,18 @@
 
 namespace graphmend {
 
+const Transform& transform_predicate_if();
+const Transform& transform_predicate_ternary();
+const Transform& transform_graph_native_guard();
+const Transform& transform_defer_side_effect();
+
 const std::vector<const Transform*>& registered_transforms() {
-  static const std::vector<const Transform*> transforms{};
+  static const std::vector<const Transform*> transforms{
+      &transform_predicate_if(),
+      &transform_predicate_ternary(),
+      &transform_graph_native_guard(),
+      &transform_defer_side_effect(),
+  };
   return transforms;
 }
 

@@ -35,7 +35,8 @@ struct ClassInfo {
   bool is_module = false;
   std::unordered_map<std::string, ValueKind> attributes;  // self.<name> kinds set anywhere in the class
   std::unordered_map<std::string, TSNode> methods;
-  std::unordered_map<std::string, std::optional<bool>> literal_attributes;  // nullopt: mixed/non-literal
+  std::unordered_map<std::string, std::optional<bool>> literal_attributes;
+  std::unordered_map<std::string, std::string> attribute_constructors;  // self.x = torch.nn.Linear(...) -> qualified  // nullopt: mixed/non-literal
 };
 
 struct FunctionInfo {
@@ -79,6 +80,10 @@ class SemanticModel {
   const FunctionInfo* function_containing(TSNode node) const;
   const FunctionInfo* function_for(TSNode definition) const;
   const ClassInfo* find_class(std::string_view name) const;
+  // Qualified constructor of `self.<name>` ("torch.nn.Linear"), searching base classes; empty if unknown.
+  std::string attribute_constructor(const ClassInfo* cls, const std::string& name) const;
+  // Functions registered with torch._dynamo.config.reorderable_logging_functions.add(...) in this file.
+  bool is_deferred(std::string_view name) const { return deferred_.count(std::string(name)) > 0; }
   // The function a call expression's callee names in this file (`helper`, `self.method`), if any.
   const FunctionInfo* resolve_callee(TSNode call, const FunctionInfo& caller) const;
   // Functions decorated with @torch.compiler.disable / @torch._dynamo.disable in this file.
@@ -112,6 +117,7 @@ class SemanticModel {
   std::unordered_map<std::string, ValueKind> module_globals_;
   // Module-level names bound once to a literal, and self attributes only ever set to literals: truthiness.
   std::unordered_map<std::string, bool> module_constants_;
+  std::unordered_set<std::string> deferred_;
 };
 
 // Small tree-sitter helpers shared by rules and transforms.

@@ -1,0 +1,88 @@
+// GM301: `if <tensor test>: raise E("msg")` keeps raising E in eager runs and becomes an assertion
+// that stays in the graph under torch.compile:
+//
+//     if torch.compiler.is_compiling():
+//         torch._assert_async(torch.logical_not(<test>), "msg")
+//     elif <test>:
+//         raise E("msg")
+//
+// Dynamo prunes the eager branch while tracing; eager runs never reach the assertion.
+#include "predicate.h"
+#include "transform.h"
+
+namespace graphmend {
+namespace {
+using namespace fixes;
+
+TransformResult apply(const TransformContext& ctx) {
+  const Document& doc = ctx.document;
+  TSNode node = ts_node_descendant_for_byte_range(doc.root(), ctx.finding.range.start, ctx.finding.range.end);
+  while (!ts_node_is_null(node) && !is_type(node, "if_statement") && !is_type(node, "elif_clause"))
+    node = ts_node_parent(node);
+  if (ts_node_is_null(node)) return Refusal{"no if statement around the guard"};
+  if (is_type(node, "elif_clause")) return Refusal{"guards in an elif are not rewritten yet"};
+  const FunctionInfo* fn = ctx.model.function_containing(node);
+  if (!fn) return Refusal{"the guard is not inside a function"};
+  uint32_t n = ts_node_named_child_count(node);
+  for (uint32_t i = 0; i < n; ++i) {
+    TSNode c = ts_node_named_child(node, i);
+    if (is_type(c, "elif_clause") || is_type(c, "else_clause")) return Refusal{"the guard has other branches"};
+  }
+  TSNode condition = field(node, "condition");
+  TorchName torch = torch_name(doc, ctx.model);
+  std::string why;
+  std::string predicate = predicate_text(doc, ctx.model, condition, *fn, torch.name, why);
+  if (predicate.empty()) return Refusal{why};
+  // Find the raise and its message: the assertion needs a string literal.
+  TSNode block = field(node, "consequence");
+  TSNode raise{};
+  for (uint32_t i = 0; i < ts_node_named_child_count(block); ++i) {
+    TSNode s = ts_node_named_child(block, i);
+    if (is_type(s, "raise_statement")) {
+      raise = s;
+      break;
+    }
+  }
+  if (ts_node_is_null(raise)) return Refusal{"no raise in the guard"};
+  std::string message = "graph-native guard: `" + std::string(doc.node_text(condition)) + "` must be false";
+  TSNode exc = ts_node_named_child(raise, 0);
+  if (is_type(exc, "call")) {
+    TSNode args = field(exc, "arguments");
+    if (ts_node_named_child_count(args) >= 1 && is_type(ts_node_named_child(args, 0), "string")) {
+      TSNode lit = ts_node_named_child(args, 0);
+      bool interpolated = false;
+      for (uint32_t i = 0; i < ts_node_named_child_count(lit); ++i)
+        interpolated |= is_type(ts_node_named_child(lit, i), "interpolation");
+      if (!interpolated) message = text(doc, lit);
+    }
+  }
+  if (message.front() != '"' && message.front() != '\'') {
+    std::string escaped;
+    for (char c : message) {
+      if (c == '\\' || c == '"') escaped += '\\';
+      escaped += c;
+    }
+    message = "\"" + escaped + "\"";
+  }
+  std::string indent = indentation_of(doc, node);
+  std::string eol(detect_line_ending(doc.text()));
+  std::string inner = indent + (indent.find('\t') != std::string::npos ? "\t" : "    ");
+  std::string replacement = "if " + torch.name + ".compiler.is_compiling():" + eol + inner + torch.name +
+                            "._assert_async(" + torch.name + ".logical_not(" + predicate + "), " + message + ")" +
+                            eol + indent + "el" + std::string(doc.node_text(node).substr(0, ts_node_end_byte(condition) - ts_node_start_byte(node)));
+  Fix fix;
+  fix.title = "Keep the guard in the graph with torch._assert_async under compile (it raises RuntimeError "
+              "there); eager runs raise the original exception";
+  fix.edits.push_back({{ts_node_start_byte(node), ts_node_end_byte(condition)}, replacement});
+  if (torch.import_edit) fix.edits.push_back(*torch.import_edit);
+  return fix;
+}
+
+}  // namespace
+
+const Transform& transform_graph_native_guard() {
+  static const Transform t{"graph-native-guard", {"GM301"}, apply};
+  return t;
+}
+
+}  // namespace graphmend

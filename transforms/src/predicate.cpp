@@ -1,0 +1,77 @@
+#include "predicate.h"
+
+#include <algorithm>
+
+namespace graphmend::fixes {
+
+std::string predicate_text(const Document& doc, const SemanticModel& model, TSNode condition, const FunctionInfo& fn,
+                           const std::string& torch, std::string& why) {
+  condition = unparenthesize(condition);
+  if (is_type(condition, "not_operator")) {
+    std::string inner = predicate_text(doc, model, field(condition, "argument"), fn, torch, why);
+    return inner.empty() ? "" : torch + ".logical_not(" + inner + ")";
+  }
+  if (is_type(condition, "boolean_operator")) {
+    std::string op = text(doc, field(condition, "operator"));
+    std::string l = predicate_text(doc, model, field(condition, "left"), fn, torch, why);
+    if (l.empty()) return "";
+    std::string r = predicate_text(doc, model, field(condition, "right"), fn, torch, why);
+    if (r.empty()) return "";
+    return torch + ".logical_" + op + "(" + l + ", " + r + ")";
+  }
+  ValueKind kind = model.kind_of(condition, fn);
+  if (kind != ValueKind::Tensor) {
+    why = "the test `" + text(doc, condition) + "` is not a tensor, so it must stay a Python `if`";
+    return "";
+  }
+  if (!is_one_element(doc, model, condition, fn)) {
+    why = "the test `" + text(doc, condition) + "` is not provably a single element (torch.where would select "
+          "element-wise where the original raises)";
+    return "";
+  }
+  return text(doc, condition);
+}
+
+SelectCheck check_select(const Document& doc, const SemanticModel& model, const FunctionInfo& fn,
+                         const std::vector<TSNode>& values, TSNode statement) {
+  SelectCheck out;
+  std::string base;
+  bool any_same = false, any_floating = false;
+  for (TSNode v : values) {
+    if (auto why = why_impure(doc, model, v, fn); !why.empty()) {
+      out.refusal = why;
+      return out;
+    }
+    ValueShape s = shape_of(doc, model, v, fn);
+    if (s.likeness == Likeness::None) {
+      out.refusal = "cannot prove that `" + text(doc, v) + "` has the same shape as the other branch";
+      return out;
+    }
+    if (!base.empty() && s.base != base) {
+      out.refusal = "cannot prove that `" + text(doc, v) + "` has the same shape as `" + base + "`";
+      return out;
+    }
+    base = s.base;
+    (s.likeness == Likeness::Same ? any_same : any_floating) = true;
+    if (out.hazard.empty()) out.hazard = autograd_hazard(doc, v);
+  }
+  if (any_same && any_floating) {
+    // e.g. `x / 2` against `x`: equal dtypes only when x is floating.
+    bool floating = false;
+    auto it = fn.assignments.find(base);
+    bool param = std::find(fn.params.begin(), fn.params.end(), base) != fn.params.end();
+    if (it != fn.assignments.end() && !param) {
+      floating = std::all_of(it->second.begin(), it->second.end(),
+                             [&](TSNode rhs) { return is_floating(doc, model, rhs, fn); });
+    }
+    if (!floating) {
+      out.refusal = "`" + base + "` may be an integer tensor, and one branch gives a floating result: "
+                    "torch.where would change the other branch's dtype";
+      return out;
+    }
+  }
+  if (!out.hazard.empty() && under_no_grad(doc, statement)) out.hazard.clear();
+  return out;
+}
+
+}  // namespace graphmend::fixes

@@ -1,0 +1,24 @@
+// Building torch.where predicates and checking that two branch values can be selected between.
+#pragma once
+
+#include <string>
+
+#include "support.h"
+
+namespace graphmend::fixes {
+
+// `a and not b` -> `torch.logical_and(a, torch.logical_not(b))`. Every leaf must be a provably
+// one-element tensor test; otherwise `why` says what is missing and the result is empty.
+std::string predicate_text(const Document& doc, const SemanticModel& model, TSNode condition, const FunctionInfo& fn,
+                           const std::string& torch, std::string& why);
+
+struct SelectCheck {
+  std::string refusal;  // non-empty: the fix is refused, with this reason
+  std::string hazard;   // non-empty: legal but unsafe under autograd, naming the op
+};
+// Values `a` and `b` (either may be a variable's previous value, given as an identifier node) may be
+// computed both and selected: pure, same shape, same dtype.
+SelectCheck check_select(const Document& doc, const SemanticModel& model, const FunctionInfo& fn,
+                         const std::vector<TSNode>& values, TSNode statement);
+
+}  // namespace graphmend::fixes

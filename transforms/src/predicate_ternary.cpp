@@ -1,0 +1,41 @@
+// GM102: `a if t else b` on a tensor test becomes `torch.where(t, a, b)`.
+#include "predicate.h"
+#include "transform.h"
+
+namespace graphmend {
+namespace {
+using namespace fixes;
+
+TransformResult apply(const TransformContext& ctx) {
+  const Document& doc = ctx.document;
+  TSNode node = ts_node_descendant_for_byte_range(doc.root(), ctx.finding.range.start, ctx.finding.range.end);
+  while (!ts_node_is_null(node) && !is_type(node, "conditional_expression")) node = ts_node_parent(node);
+  if (ts_node_is_null(node) || ts_node_named_child_count(node) < 3) return Refusal{"no conditional expression"};
+  const FunctionInfo* fn = ctx.model.function_containing(node);
+  if (!fn) return Refusal{"the expression is not inside a function"};
+  TSNode a = ts_node_named_child(node, 0), cond = ts_node_named_child(node, 1), b = ts_node_named_child(node, 2);
+  TorchName torch = torch_name(doc, ctx.model);
+  std::string why;
+  std::string predicate = predicate_text(doc, ctx.model, cond, *fn, torch.name, why);
+  if (predicate.empty()) return Refusal{why};
+  SelectCheck check = check_select(doc, ctx.model, *fn, {a, b}, node);
+  if (!check.refusal.empty()) return Refusal{check.refusal};
+  Fix fix;
+  fix.title = "Select with torch.where: both alternatives are computed and one is selected in the graph";
+  if (!check.hazard.empty()) {
+    fix.applicability = Applicability::Unsafe;
+    fix.title += " (unsafe under autograd: `" + check.hazard + "` may be inf/NaN on the untaken side)";
+  }
+  fix.edits.push_back({node_range(node), torch.name + ".where(" + predicate + ", " + text(doc, a) + ", " + text(doc, b) + ")"});
+  if (torch.import_edit) fix.edits.push_back(*torch.import_edit);
+  return fix;
+}
+
+}  // namespace
+
+const Transform& transform_predicate_ternary() {
+  static const Transform t{"predicate-ternary", {"GM102"}, apply};
+  return t;
+}
+
+}  // namespace graphmend
