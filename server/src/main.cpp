@@ -4,6 +4,8 @@
 #include <vector>
 
 #include "commands.h"
+#include "lsp/server.h"
+#include "validate/validate_command.h"
 
 namespace {
 
@@ -14,6 +16,8 @@ usage: graphmend <command> [options]
 commands:
   check [PATH...]     report graph breaks (--fix, --diff, --output-format ...; see `graphmend check --help`)
   rule CODE           print a rule's documentation (--all, --write-docs DIR)
+  server              run the language server on stdio (--log-file FILE, --log-level LEVEL)
+  validate TARGET     run original and fixed code under torch.compile and compare (see --help)
   version             print the version
 )";
 
@@ -30,6 +34,8 @@ int main(int argc, char** argv) {
   try {
     if (command == "check") return graphmend::cli::run_check(rest);
     if (command == "rule") return graphmend::cli::run_rule(rest);
+    if (command == "server") return graphmend::lsp::run_server(rest);
+    if (command == "validate") return graphmend::validate::run_validate_command(rest);
     if (command == "version" || command == "--version") {
       std::cout << "graphmend " << GRAPHMEND_VERSION << "\n";
       return 0;
