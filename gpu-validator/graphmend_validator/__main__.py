@@ -1,8 +1,15 @@
-"""`python -m graphmend_validator`: the JSON-RPC server on stdio (LSP framing)."""
+"""`python -m graphmend_validator`: the JSON-RPC server on stdio (LSP framing).
+
+`python -m graphmend_validator validate TARGET ...` runs one validation instead (see cli.py).
+"""
 
 import sys
 
-from graphmend_validator.server import main
-
 if __name__ == "__main__":
+    if len(sys.argv) > 1 and sys.argv[1] == "validate":
+        from graphmend_validator.cli import main as cli_main
+
+        sys.exit(cli_main(sys.argv[2:]))
+    from graphmend_validator.server import main
+
     sys.exit(main(sys.argv[1:]))

@@ -184,7 +184,12 @@ std::string format_table(const json& result) {
   out << "target   " << text_of(field(result, "target")) << "\n";
   out << "device   " << text_of(field(result, "device")) << " (" << text_of(field(result, "device_name")) << ") · torch "
       << text_of(field(result, "torch_version")) << " · backend " << text_of(field(result, "backend")) << " · "
-      << text_of(field(result, "mode")) << " · " << text_of(field(result, "repeats")) << " repeats\n";
+      << text_of(field(result, "mode")) << " · repeats " << text_of(field(result, "repeats")) << "\n";
+  if (field(result, "fixed_mode") == "auto") {
+    out << "fixed    graphmend's safe fixes, " << text_of(field(result, "fixes_applied")) << " applied\n";
+  } else if (field(result, "fixed_source").is_string()) {
+    out << "fixed    " << field(result, "fixed_source").get<std::string>() << "\n";
+  }
   if (!field(result, "ok").is_boolean() || !field(result, "ok").get<bool>()) {
     const json& error = field(result, "error");
     out << "\nvalidation failed: " << text_of(field(error, "kind")) << " in the " << text_of(field(error, "arm"))

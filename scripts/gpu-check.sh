@@ -1,0 +1,207 @@
+#!/usr/bin/env bash
+# The GPU check: one prepared script for a machine with a GPU (and, saying so, without one).
+#
+#   bash scripts/gpu-check.sh
+#
+# 1. finds the interpreter with torch ($GPU_CHECK_PYTHON, then .venv/bin/python, then python3) and the
+#    device (cuda when torch sees one, else cpu: the same path runs and the section says so);
+# 2. builds graphmend ($GRAPHMEND_BIN, else build/graphmend when it has `validate`, else a Release build
+#    in build-gpu/); without a binary it falls back to `python -m graphmend_validator validate`
+#    (hand-fixed targets only: `--fixed auto` needs the engine);
+# 3. validates the targets with backend inductor: every examples/**/*.py defining `example()` (fixed arm:
+#    graphmend's safe fixes), plus hand-fixed controls from tests/validator/targets; or the lines of
+#    $GPU_CHECK_TARGETS, each `path/file.py::factory=FIXED` with FIXED a file, `auto` or `none`;
+# 4. rewrites the `## GPU` section of docs/benchmarks.md ($GPU_CHECK_DOC) with a table, the card's name,
+#    torch and CUDA versions and the date. Raw results stay in $GPU_CHECK_OUT (default: a temp folder).
+#
+# Knobs: GPU_CHECK_REPEATS (3), GPU_CHECK_TIMEOUT (900 s per arm), GPU_CHECK_BACKEND (inductor),
+# GPU_CHECK_NO_BUILD=1 (never build: use $GRAPHMEND_BIN or build/graphmend, else the Python fallback).
+# Exit status: 0 all validated with equal outputs, 1 some target failed or changed outputs, 3 no torch.
+set -uo pipefail
+root="$(cd "$(dirname "$0")/.." && pwd)"
+cd "$root"
+
+repeats="${GPU_CHECK_REPEATS:-3}"
+timeout_s="${GPU_CHECK_TIMEOUT:-900}"
+backend="${GPU_CHECK_BACKEND:-inductor}"
+doc="${GPU_CHECK_DOC:-$root/docs/benchmarks.md}"
+out="${GPU_CHECK_OUT:-$(mktemp -d /tmp/graphmend-gpu-check-XXXXXX)}"
+mkdir -p "$out"
+log() { echo "gpu-check: $*" >&2; }
+
+# -- 1. interpreter and device -----------------------------------------------------------------------
+py="${GPU_CHECK_PYTHON:-}"
+if [ -z "$py" ]; then
+  if [ -x "$root/.venv/bin/python" ] && "$root/.venv/bin/python" -c "import torch" 2>/dev/null; then
+    py="$root/.venv/bin/python"
+  else
+    py="$(command -v python3 || true)"
+  fi
+fi
+if [ -z "$py" ] || ! "$py" -c "import torch" 2>/dev/null; then
+  log "no interpreter with torch (tried ${py:-python3}); set GPU_CHECK_PYTHON"
+  exit 3
+fi
+device="$("$py" -c "import torch; print('cuda' if torch.cuda.is_available() else 'cpu')")"
+log "python $py, device $device"
+[ "$device" = cpu ] && log "no GPU visible to torch: running the same path on the CPU"
+
+# -- 2. graphmend ---------------------------------------------------------------------------------------
+bin="${GRAPHMEND_BIN:-}"
+if [ -z "$bin" ]; then
+  if [ -x build/graphmend ] && build/graphmend validate --help >/dev/null 2>&1; then
+    bin="$root/build/graphmend"
+  elif [ "${GPU_CHECK_NO_BUILD:-0}" != 1 ] && command -v cmake >/dev/null; then
+    log "building graphmend in build-gpu/ (log: $out/build.log)"
+    if cmake -S . -B build-gpu -DCMAKE_BUILD_TYPE=Release >"$out/build.log" 2>&1 &&
+       cmake --build build-gpu -j "$(nproc)" --target graphmend >>"$out/build.log" 2>&1 &&
+       build-gpu/graphmend validate --help >/dev/null 2>&1; then
+      bin="$root/build-gpu/graphmend"
+    else
+      log "build failed (tail of $out/build.log follows); falling back to python -m graphmend_validator"
+      tail -n 15 "$out/build.log" >&2
+    fi
+  fi
+fi
+[ -n "$bin" ] && log "graphmend: $bin"
+
+# -- 3. targets -------------------------------------------------------------------------------------------
+targets=()
+if [ -n "${GPU_CHECK_TARGETS:-}" ]; then
+  while IFS= read -r line; do
+    line="${line#"${line%%[![:space:]]*}"}"
+    [ -n "$line" ] && targets+=("$line")
+  done <<<"$GPU_CHECK_TARGETS"
+else
+  if [ -d examples ]; then
+    while IFS= read -r file; do
+      targets+=("$file::example=auto")
+    done < <(grep -rlE --include='*.py' '^def example\(' examples | sort)
+  fi
+  t=tests/validator/targets
+  targets+=("$t/branchy.py::make=$t/branchy_fixed.py" "$t/pkg/model.py::make=$t/pkg_fixed/model.py")
+fi
+
+failed=0
+index=0
+for spec in "${targets[@]}"; do
+  target="${spec%%=*}"
+  fixed="auto"
+  [ "$spec" != "$target" ] && fixed="${spec#*=}"
+  index=$((index + 1))
+  name="$(printf '%02d' "$index")-$(printf '%s' "$target" | tr -c 'A-Za-z0-9_.-' '_' | tail -c 60)"
+  log "[$index/${#targets[@]}] $target (fixed: $fixed)"
+  if [ -n "$bin" ]; then
+    "$bin" validate "$target" --fixed "$fixed" --python "$py" --device "$device" --backend "$backend" \
+      --repeats "$repeats" --timeout "$timeout_s" --json --quiet --report "$out/$name" >"$out/$name.json"
+    rc=$?
+  elif [ "$fixed" = auto ]; then
+    log "  skipped: --fixed auto needs the graphmend binary"
+    printf '{"ok": false, "target": "%s", "error": {"kind": "skipped", "message": "no graphmend binary for --fixed auto"}}\n' \
+      "$target" >"$out/$name.json"
+    rc=3
+  else
+    PYTHONPATH="$root/gpu-validator${PYTHONPATH:+:$PYTHONPATH}" "$py" -m graphmend_validator validate "$target" \
+      --fixed "$fixed" --device "$device" --backend "$backend" --repeats "$repeats" --timeout "$timeout_s" \
+      >"$out/$name.json" 2>"$out/$name.stderr"
+    rc=$?
+  fi
+  [ "$rc" -ne 0 ] && failed=1 && log "  exit status $rc"
+done
+
+# -- 4. the table -----------------------------------------------------------------------------------------
+"$py" - "$out" "$doc" "$device" "$backend" "$repeats" "${bin:-python -m graphmend_validator}" "$root" <<'PY'
+import datetime, glob, json, os, platform, sys
+
+out, doc, device, backend, repeats, driver, root = sys.argv[1:8]
+import torch
+
+results = []
+for path in sorted(glob.glob(os.path.join(out, "*.json"))):
+    try:
+        with open(path) as handle:
+            results.append(json.load(handle))
+    except (OSError, ValueError) as exc:
+        results.append({"ok": False, "target": os.path.basename(path), "error": {"kind": "no_result", "message": str(exc)}})
+
+def seconds(s):
+    if s is None:
+        return "-"
+    return f"{s:.2f} s" if s >= 1 else f"{s * 1e3:.2f} ms" if s >= 1e-3 else f"{s * 1e6:.1f} us"
+
+def ratio(x):
+    return "-" if x is None else f"{x:.2f}x"
+
+def yn(v):
+    return "-" if v is None else ("yes" if v else "no")
+
+rows = []
+for r in results:
+    target = r.get("target") or "?"
+    path, _, factory = target.rpartition("::")
+    shown = (os.path.relpath(path, root) if os.path.isabs(path) else path) + "::" + factory
+    fixed = r.get("fixed_mode") or "?"
+    if fixed == "auto":
+        fixed = f"auto ({r.get('fixes_applied', 0)} fixes)"
+    elif fixed == "file":
+        fixed = "by hand"
+    if not r.get("ok"):
+        err = r.get("error") or {}
+        rows.append(f"| `{shown}` | {fixed} | failed: {err.get('kind')} ({err.get('arm', '-')}) | | | | | |")
+        continue
+    o, f = r["original"], r.get("fixed") or {}
+    outputs = "-" if r.get("outputs_match") is None else ("equal" if r["outputs_match"] else "**DIFFER**")
+    rows.append(
+        f"| `{shown}` | {fixed} | {o['graph_break_count']} → {f.get('graph_break_count', '-')} "
+        f"| {o['graph_count']} → {f.get('graph_count', '-')} | {yn(o.get('fullgraph'))} → {yn(f.get('fullgraph'))} "
+        f"| {outputs} | {seconds(o['cold_start_s'])} → {seconds(f.get('cold_start_s'))} ({ratio(r.get('cold_start_speedup'))}) "
+        f"| {seconds(o['steady_state_s'])} → {seconds(f.get('steady_state_s'))} ({ratio(r.get('steady_state_speedup'))}) |")
+
+now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+if device == "cuda":
+    card = torch.cuda.get_device_name(0)
+    where = f"Card: **{card}** · CUDA {torch.version.cuda} · torch {torch.__version__}"
+else:
+    cpu = platform.processor() or platform.machine()
+    try:
+        with open("/proc/cpuinfo") as handle:
+            cpu = next((l.split(":", 1)[1].strip() for l in handle if l.startswith("model name")), cpu)
+    except OSError:
+        pass
+    where = (f"**No GPU on this machine: the same path ran on the CPU** ({cpu}, {os.cpu_count()} cores) · "
+             f"torch {torch.__version__}")
+lines = [
+    "## GPU",
+    "",
+    "<!-- written by scripts/gpu-check.sh: rerun it rather than editing by hand -->",
+    f"{where} · backend {backend} · {repeats} repeats per arm, alternated, each a fresh process with compile "
+    f"caches off · {now} · driver `{os.path.basename(driver.split()[0])}`",
+    "",
+    "Breaks and graphs are original → fixed; times are medians of the first compiled call (cold start, compile "
+    "included) and of one call after warm-up (steady state), original → fixed (original / fixed). Outputs: eager "
+    "original vs eager fixed on the same weights and inputs.",
+    "",
+    "| target | fixed | graph breaks | graphs | fullgraph | outputs | cold start | steady state |",
+    "|---|---|---|---|---|---|---|---|",
+    *rows,
+    "",
+]
+section = "\n".join(lines)
+try:
+    with open(doc) as handle:
+        text = handle.read()
+except FileNotFoundError:
+    text = "# Benchmarks\n"
+doc_lines = text.splitlines()
+start = next((i for i, l in enumerate(doc_lines) if l.strip() == "## GPU"), None)
+if start is None:
+    new = text.rstrip("\n") + "\n\n" + section
+else:
+    end = next((i for i in range(start + 1, len(doc_lines)) if doc_lines[i].startswith("## ")), len(doc_lines))
+    new = "\n".join(doc_lines[:start] + section.splitlines() + ([""] if end < len(doc_lines) else []) + doc_lines[end:]) + "\n"
+with open(doc, "w") as handle:
+    handle.write(new)
+print(section)
+PY
+log "results in $out; section written to $doc"
+exit "$failed"
