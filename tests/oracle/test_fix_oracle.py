@@ -7,9 +7,12 @@ For every fixture, on a copy in a temporary folder:
     again before calling, the fixed module gets the original's state_dict and train/eval mode): equal outputs (exact, NaN ==
     NaN) or the same exception type and message, and the same transcript (stdout, stderr, log
     records, warnings, in order);
+  * torch.compile of the fixed example (breaks allowed, eager backend) matches torch.compile of the
+    original on the same seeds (output and transcript; a raising seed must raise with the original
+    message, the type may differ);
   * Dynamo break sites (distinct lines, as in test_fixture_markers) after the fix <= before, and ==
     EXPECTED_BREAKS_AFTER_FIX when the fixture declares it; when it declares 0,
-    torch.compile(fullgraph=True) of the fixed example succeeds and matches the eager original
+    torch.compile(fullgraph=True) of the fixed example succeeds and matches the compiled original
     (output and transcript; where the original raises, the compiled fixed code must raise with the
     original message, its type may differ: torch._assert_async raises RuntimeError).
 """
@@ -121,17 +124,36 @@ def test_fix_removes_breaks(path, tmp_path):
         _assert_fullgraph_matches_eager(path, copy)
 
 
+@pytest.mark.parametrize("path", PATHS, ids=fixture_ids())
+def test_compiled_fix_matches_compiled_original(path, tmp_path):
+    """Under torch.compile (breaks allowed) the fixed code behaves like the original under
+    torch.compile: this is where a deferral shows its differences (order, argument snapshots,
+    streams). The baseline is the compiled original, not the eager one, because code guarded by
+    `torch.compiler.is_compiling()` legitimately behaves differently under compile."""
+    copy = _fixed_copy(path, tmp_path)
+    _assert_compiled_matches_original(path, copy, fullgraph=False)
+
+
 def _assert_fullgraph_matches_eager(path, copy):
+    _assert_compiled_matches_original(path, copy, fullgraph=True)
+
+
+def _compiled(fn, fullgraph):
+    torch._dynamo.reset()
+    return torch.compile(fn, fullgraph=fullgraph, backend="eager")
+
+
+def _assert_compiled_matches_original(path, copy, fullgraph):
     original = load_fixture(path)
     fixed = load_fixture(copy)
     for seed in SEEDS:
         orig_fn, orig_args = build_example(original, seed)
         fixed_fn, fixed_args = build_example(fixed, seed)
         _align(orig_fn, fixed_fn)
-        torch._dynamo.reset()
-        compiled = torch.compile(fixed_fn, fullgraph=True, backend="eager")
-        where = f"{path.name} fullgraph seed {seed}"
-        orig, comp = _seeded_call(orig_fn, orig_args, seed), _seeded_call(compiled, fixed_args, seed)
+        where = f"{path.name} {'fullgraph' if fullgraph else 'compiled'} seed {seed}"
+        with torch._dynamo.config.patch(reorderable_logging_functions=set(), ignore_logging_functions=set()):
+            orig = _seeded_call(_compiled(orig_fn, False), orig_args, seed)
+        comp = _seeded_call(_compiled(fixed_fn, fullgraph), fixed_args, seed)
         if orig[0] == "raise":
             # a graph-native guard (torch._assert_async) raises RuntimeError under compile: the type
             # may differ by design (docs/dynamo-facts.md), the message may not
