@@ -24,13 +24,18 @@ function stub(name: string): AnyFn {
 
 export const VSCODE_VERSION = manifest.engines.vscode.replace(/^[\^~>=]+/, '');
 
-let installed = false;
+let installed: AnyFn | undefined;
 
-/** Makes `require('vscode')` return the stand-in. */
-export function installVscodeShim(): void {
-  if (installed) return;
-  installed = true;
+/** Replaces one member of the stand-in (or of one of its namespaces) with a real value. */
+export function override(target: unknown, key: string, value: unknown): void {
+  Object.defineProperty(target, key, { value, configurable: true, writable: true });
+}
+
+/** Makes `require('vscode')` return the stand-in, and returns it. */
+export function installVscodeShim(): AnyFn {
+  if (installed) return installed;
   const vscode = stub('vscode');
+  installed = vscode;
   Object.defineProperty(vscode, 'version', { value: VSCODE_VERSION });
   Object.defineProperty(vscode, 'env', { value: { appName: 'Visual Studio Code', language: 'en' } });
   const mod = Module as unknown as {
@@ -42,4 +47,5 @@ export function installVscodeShim(): void {
     return resolve.call(this, request, ...rest);
   };
   require.cache['vscode'] = { id: 'vscode', filename: 'vscode', loaded: true, exports: vscode } as unknown as NodeJS.Module;
+  return vscode;
 }
