@@ -256,18 +256,23 @@ class Server:
 
         def work():
             self.notify("$/progress", {"token": token, "value": {"kind": "begin", "title": "graphmend validate", "percentage": 0}})
+            reply = None
             try:
-                result = validation.run()
+                reply = {"result": validation.run()}
             except Cancelled:
-                self.error(msg_id, REQUEST_CANCELLED, "validation cancelled; its processes were killed")
+                reply = {"error": (REQUEST_CANCELLED, "validation cancelled; its processes were killed", None)}
             except Exception as exc:
-                self.error(msg_id, INTERNAL_ERROR, f"internal error: {type(exc).__name__}: {exc}", {"traceback": traceback.format_exc()[-4000:]})
-            else:
-                self.respond(msg_id, result)
+                reply = {"error": (INTERNAL_ERROR, f"internal error: {type(exc).__name__}: {exc}",
+                                   {"traceback": traceback.format_exc()[-4000:]})}
             finally:
+                # The progress ends before the answer, as LSP clients expect.
                 self.notify("$/progress", {"token": token, "value": {"kind": "end"}})
                 with self.state_lock:
                     self.running.pop(key, None)
+                if reply is not None and "result" in reply:
+                    self.respond(msg_id, reply["result"])
+                elif reply is not None:
+                    self.error(msg_id, *reply["error"])
 
         thread = threading.Thread(target=work, name=f"validate-{msg_id}", daemon=True)
         with self.state_lock:
