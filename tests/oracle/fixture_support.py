@@ -109,6 +109,9 @@ def run_graphmend(*args: str, timeout: float = 60) -> subprocess.CompletedProces
 # ---------------------------------------------------------------- running and comparing
 
 
+_RESUME_FN = re.compile(r"^torch_dynamo_resume_in_(.+)_at_\d+$")
+
+
 class _ListHandler(logging.Handler):
     def __init__(self, sink: list):
         super().__init__(level=logging.NOTSET)
@@ -119,7 +122,8 @@ class _ListHandler(logging.Handler):
             return  # torch's own diagnostics (Dynamo's graph-break warnings differ by design)
         # the logger's name may differ (it is often the module's __name__); the emitting function
         # may not (a deferral wrapper must log with stacklevel=2); line numbers move with any edit
-        self.sink.append(("log", record.levelname, record.funcName, record.getMessage()))
+        func = _RESUME_FN.sub(r"\1", record.funcName or "")  # code after a break runs in a resume fn
+        self.sink.append(("log", record.levelname, func, record.getMessage()))
 
 
 @contextlib.contextmanager
