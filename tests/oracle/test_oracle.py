@@ -59,6 +59,22 @@ def test_check_reports_exactly_the_markers(path):
 
 
 @pytest.mark.parametrize("path", PATHS, ids=fixture_ids())
+def test_locations_point_into_the_source(path):
+    """Rows/columns are 1-based and count characters (code points, as ruff does): the start points
+    at the first character of the flagged code, the end stays within its line."""
+    lines = path.read_text(encoding="utf-8").splitlines()
+    for finding in _check_json(path):
+        row, col = finding["location"]["row"], finding["location"]["column"]
+        end_row, end_col = finding["end_location"]["row"], finding["end_location"]["column"]
+        assert 1 <= row <= len(lines) and 1 <= end_row <= len(lines), finding
+        line = lines[row - 1]
+        assert col <= len(line), f"{path.name}:{row}: column {col} beyond the line ({len(line)} chars)"
+        assert not line[col - 1].isspace() and line[col - 1] != "#", (
+            f"{path.name}:{row}:{col}: finding starts at {line[col - 1:col + 10]!r}")
+        assert end_col <= len(lines[end_row - 1]) + 1, f"{path.name}: end {end_row}:{end_col} beyond its line"
+
+
+@pytest.mark.parametrize("path", PATHS, ids=fixture_ids())
 def test_check_rows_equal_dynamo_break_lines(path):
     findings = _check_json(path)
     rows = sorted({f["location"]["row"] for f in findings})
