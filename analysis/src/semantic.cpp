@@ -466,6 +466,14 @@ void SemanticModel::infer_locals(FunctionInfo& fn) {
       TSNode value = field(p, "value");
       auto vt = type_of(value);
       if (vt == "true" || vt == "false" || vt == "integer" || vt == "float" || vt == "string") kind = ValueKind::Static;
+      // Optional inputs named like Hugging Face tensors (attention_mask=None, position_ids=None, labels=None).
+      if (vt == "none") {
+        std::string_view n = name;
+        if (n == "mask" || n.ends_with("_mask") || n.ends_with("_ids") || n.ends_with("_states") ||
+            n.ends_with("_embeds") || n == "labels" || n.ends_with("_values") || n.ends_with("_features") ||
+            n.ends_with("_bias") || n == "bias")
+          kind = ValueKind::Tensor;
+      }
     } else {
       return;  // *args, **kwargs, separators
     }
@@ -827,6 +835,9 @@ std::optional<bool> SemanticModel::static_truth(TSNode condition, const Function
     if (last == "is_scripting" || last == "is_tracing") return false;
   }
   if (is_type(condition, "identifier") && text_of(document_, condition) == "TYPE_CHECKING") return false;
+  // graphmend's own guarded select: `graphmend_then.shape == graphmend_else.shape and ...dtype == ...dtype`.
+  // Dynamo decides it at trace time; the branches were selected to have matching shapes.
+  if (text_of(document_, condition).starts_with("graphmend_then.shape == graphmend_else.shape")) return true;
   if (is_type(condition, "boolean_operator")) {
     auto l = static_truth(field(condition, "left"), function);
     auto r = static_truth(field(condition, "right"), function);

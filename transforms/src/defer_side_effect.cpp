@@ -1,8 +1,13 @@
-// GM201-GM204: print, logging, HF warning_once and warnings.warn run after the graph instead of
-// breaking it. The mechanism is stock Dynamo: functions in
-// torch._dynamo.config.reorderable_logging_functions are not traced; Dynamo records the call with its
-// (tensor, constant, string) arguments and replays it when the graph returns, in program order.
-// Bound logger methods are not accepted there, so a logger call goes through a module-level wrapper.
+// GM201-GM204: side effects that break the graph, kept without the break where stock torch allows it.
+//
+// print: becomes torch._higher_order_ops.print("{!s} {!s}", a, b), an effectful op that runs inside the
+//   graph in program order, in inlined helpers too; in eager it prints exactly what print printed.
+// logging / warning_once / warnings.warn: Dynamo can defer a function registered in
+//   torch._dynamo.config.reorderable_logging_functions to the end of the graph, but in torch 2.13 it
+//   drops such calls made from inlined frames (helpers, submodule forwards). So the deferral (through a
+//   module-level wrapper, since bound methods are not accepted) is applied only in a function that is
+//   itself the torch.compile entry. Elsewhere the fix offered is unsafe: the call is skipped while
+//   compiling (`if not torch.compiler.is_compiling():`), and says so.
 #include <functional>
 
 #include "support.h"
@@ -13,6 +18,8 @@ namespace {
 using namespace fixes;
 
 const char* kRegistry = "._dynamo.config.reorderable_logging_functions.add(";
+
+bool is_shape_int(const Document& doc, const SemanticModel& model, const FunctionInfo& fn, TSNode a);
 
 // Arguments Dynamo can replay: literals, f-strings over tensors, tensors not changed in place later.
 std::string why_not_replayable(const Document& doc, const SemanticModel& model, const FunctionInfo& fn, TSNode call,
@@ -39,6 +46,7 @@ std::string why_not_replayable(const Document& doc, const SemanticModel& model, 
       }
       continue;
     }
+    if (is_shape_int(doc, model, fn, a)) continue;
     if (model.kind_of(a, fn) != ValueKind::Tensor || !why_impure(doc, model, a, fn).empty())
       return "the argument `" + text(doc, a) + "` is not a tensor, constant or string Dynamo can replay";
   }
@@ -68,6 +76,62 @@ std::string why_not_replayable(const Document& doc, const SemanticModel& model, 
   if (!mutated.empty())
     return "`" + mutated + "` is changed in place after the call, and the deferred call would show the later value";
   return "";
+}
+
+// The value of a plain string literal (no prefix, no interpolation, no escapes), or "\x01" if it is not one.
+std::string plain_string(const Document& doc, TSNode node) {
+  if (!is_type(node, "string")) return "\x01";
+  std::string t = text(doc, node);
+  if (t.size() < 2 || (t[0] != '"' && t[0] != '\'')) return "\x01";
+  if (t.starts_with("\"\"\"") || t.starts_with("'''")) return "\x01";
+  std::string body = t.substr(1, t.size() - 2);
+  if (body.find('\\') != std::string::npos) {
+    // Only the common escape \n is decoded; anything else keeps the original call.
+    std::string out;
+    for (size_t i = 0; i < body.size(); ++i) {
+      if (body[i] == '\\') {
+        if (i + 1 < body.size() && body[i + 1] == 'n') {
+          out += '\n';
+          ++i;
+          continue;
+        }
+        return "\x01";
+      }
+      out += body[i];
+    }
+    return out;
+  }
+  return body;
+}
+
+std::string brace_escape(const std::string& s) {
+  std::string out;
+  for (char c : s) {
+    out += c;
+    if (c == '{' || c == '}') out += c;
+  }
+  return out;
+}
+
+std::string python_string(const std::string& s) {
+  std::string out = "\"";
+  for (char c : s) {
+    if (c == '\\' || c == '"') out += '\\';
+    if (c == '\n') {
+      out += "\\n";
+      continue;
+    }
+    out += c;
+  }
+  return out + "\"";
+}
+
+bool is_shape_int(const Document& doc, const SemanticModel& model, const FunctionInfo& fn, TSNode a) {
+  // Python ints from shapes (`x.size(1)`, `x.shape[0]`, `len(x)`) are constants to Dynamo; torch.Size is not.
+  return model.kind_of(a, fn) == ValueKind::Static &&
+         ((is_type(a, "subscript") && text(doc, a).find(".shape[") != std::string::npos) ||
+          (is_type(a, "call") && ts_node_named_child_count(field(a, "arguments")) == 1 &&
+           (text(doc, a).find(".size(") != std::string::npos || text(doc, a).starts_with("len("))));
 }
 
 // Module-level statement defining `name` (`logger = logging.getLogger(__name__)`), or null.
@@ -111,13 +175,80 @@ TransformResult apply(const TransformContext& ctx) {
     fix.edits.push_back({{offset, offset}, insert});
   };
 
-  if (code == "GM201" || code == "GM204") {
-    std::string why = why_not_replayable(doc, model, *fn, call, code == "GM201");
+  if (code == "GM201") {
+    // print(a, b, sep=" ") -> torch._higher_order_ops.print("{!s} {!s}", a, b); literal strings are inlined.
+    TSNode args = field(call, "arguments");
+    std::string sep = " ";
+    std::vector<TSNode> values;
+    for (uint32_t i = 0; i < ts_node_named_child_count(args); ++i) {
+      TSNode a = ts_node_named_child(args, i);
+      if (is_type(a, "keyword_argument")) {
+        std::string key = text(doc, field(a, "name"));
+        TSNode value = field(a, "value");
+        std::string literal = plain_string(doc, value);
+        if (key == "sep" && is_type(value, "string") && literal != "\x01") sep = literal;
+        else if (key == "end" && (literal == "\n")) continue;
+        else return Refusal{"`print(..., " + text(doc, a) + ")` has no in-graph equivalent"};
+        continue;
+      }
+      if (is_type(a, "list_splat") || is_type(a, "dictionary_splat")) return Refusal{"print with * arguments"};
+      values.push_back(a);
+    }
+    std::string format;
+    std::vector<std::string> passed;
+    for (size_t i = 0; i < values.size(); ++i) {
+      if (i) format += brace_escape(sep);
+      std::string literal = plain_string(doc, values[i]);
+      if (literal != "\x01") {
+        format += brace_escape(literal);
+        continue;
+      }
+      ValueKind k = model.kind_of(values[i], *fn);
+      auto t = type_of(values[i]);
+      bool scalar = t == "integer" || t == "float" || t == "true" || t == "false";
+      if (k != ValueKind::Tensor && !scalar && !is_shape_int(doc, model, *fn, values[i]))
+        return Refusal{"the argument `" + text(doc, values[i]) + "` is not a tensor, number or string the in-graph "
+                       "print can take"};
+      format += "{!s}";
+      passed.push_back(text(doc, values[i]));
+    }
+    std::string replacement = torch.name + "._higher_order_ops.print(" + python_string(format);
+    for (const auto& p : passed) replacement += ", " + p;
+    replacement += ")";
+    fix.edits.push_back({node_range(call), replacement});
+    fix.title = "Print inside the graph with torch._higher_order_ops.print (same text in eager runs; runs in "
+                "program order under torch.compile)";
+    return fix;
+  }
+
+  bool entry = fn->is_entry && !(fn->owner && fn->name == "forward");
+  if (!entry) {
+    // Unsafe: drop the call while compiling. Eager runs are unchanged.
+    TSNode stmt = ts_node_parent(call);
+    if (!is_type(stmt, "expression_statement")) return Refusal{"the call's value is used"};
+    std::string indent = indentation_of(doc, stmt);
+    std::string inner = indent + (indent.find('\t') != std::string::npos ? "\t" : "    ");
+    fix.edits.push_back({{ts_node_start_byte(stmt), ts_node_start_byte(stmt)},
+                         "if not " + torch.name + ".compiler.is_compiling():" + eol + inner});
+    fix.applicability = Applicability::Unsafe;
+    fix.title = "Skip `" + callee_text + "` while compiling: eager runs are unchanged, but under torch.compile the "
+                "message is not emitted (torch 2.13 drops deferred calls made from inlined frames)";
+    return fix;
+  }
+  if (code == "GM204") {
+    std::string why = why_not_replayable(doc, model, *fn, call, false);
     if (!why.empty()) return Refusal{why};
-    // Register the very function object that is called: `print`, `warnings.warn` or an imported `warn`.
-    register_at(after_imports_offset(doc), callee_text, "");
-    fix.title = "Run `" + callee_text + "` after the graph: register it in Dynamo's reorderable_logging_functions "
-                "(same text and order; process-wide for " + callee_text + ")";
+    std::string wrapper = "_graphmend_warnings_warn";
+    if (doc.text().find("def " + wrapper + "(") == std::string::npos) {
+      // stacklevel + 1 keeps the warning's file and line at the caller, as the direct call had them.
+      std::string def = eol + eol + "def " + wrapper + "(message, category=None, stacklevel=1, source=None):" + eol +
+                        "    \"\"\"`" + callee_text + "`, run by Dynamo after the graph instead of breaking it (graphmend GM204).\"\"\"" +
+                        eol + "    " + callee_text + "(message, category, stacklevel + 1, source)" + eol + eol + eol;
+      register_at(after_imports_offset(doc), wrapper, def);
+    }
+    fix.edits.push_back({node_range(callee), wrapper});
+    fix.title = "Run `" + callee_text + "` after the graph through a wrapper registered in Dynamo's "
+                "reorderable_logging_functions (this function is the torch.compile entry)";
     return fix;
   }
 
@@ -125,15 +256,11 @@ TransformResult apply(const TransformContext& ctx) {
   if (!is_type(callee, "attribute")) return Refusal{"not a logger method call"};
   std::string logger = text(doc, field(callee, "object"));
   std::string method = text(doc, field(callee, "attribute"));
-  if (auto q = model.qualified_name(callee); q && q->starts_with("logging.") && !q->ends_with("getLogger")) {
-    std::string why = why_not_replayable(doc, model, *fn, call, false);
-    if (!why.empty()) return Refusal{why};
-    register_at(after_imports_offset(doc), callee_text, "");
-    fix.title = "Run `" + callee_text + "` after the graph: register it in Dynamo's reorderable_logging_functions";
-    return fix;
-  }
-  TSNode definition = module_definition(doc, logger);
-  if (ts_node_is_null(definition)) return Refusal{"`" + logger + "` is not a module-level logger this file defines"};
+  bool module_function = false;
+  if (auto q = model.qualified_name(callee); q && q->starts_with("logging.")) module_function = true;
+  TSNode definition = module_function ? TSNode{} : module_definition(doc, logger);
+  if (!module_function && ts_node_is_null(definition))
+    return Refusal{"`" + logger + "` is not a module-level logger this file defines"};
   std::string why = why_not_replayable(doc, model, *fn, call, false);
   if (!why.empty()) return Refusal{why};
   std::string wrapper = "_graphmend_" + logger + "_" + method;
@@ -144,11 +271,11 @@ TransformResult apply(const TransformContext& ctx) {
                       method + "`, run by Dynamo after the graph instead of breaking it (graphmend " + code +
                       ").\"\"\"" + eol + "    " + logger + "." + method + "(*args, " +
                       (standard ? "stacklevel=2, " : "") + "**kwargs)" + eol + eol + eol;
-    register_at(line_after(doc, definition), wrapper, def);
+    register_at(module_function ? after_imports_offset(doc) : line_after(doc, definition), wrapper, def);
   }
   fix.edits.push_back({node_range(callee), wrapper});
   fix.title = "Run `" + callee_text + "` after the graph through a module-level wrapper registered in Dynamo's "
-              "reorderable_logging_functions (same message, order and once-only behaviour)";
+              "reorderable_logging_functions (this function is the torch.compile entry; same message and order)";
   return fix;
 }
 

@@ -67,8 +67,13 @@ TransformResult apply(const TransformContext& ctx) {
   std::string indent = indentation_of(doc, node);
   std::string eol(detect_line_ending(doc.text()));
   std::string inner = indent + (indent.find('\t') != std::string::npos ? "\t" : "    ");
+  // The assertion holds when the guard's test is false: `not (test)`, without a double negation.
+  std::string holds = torch.name + ".logical_not(" + predicate + ")";
+  std::string negated_prefix = torch.name + ".logical_not(";
+  if (predicate.starts_with(negated_prefix) && predicate.ends_with(")"))
+    holds = predicate.substr(negated_prefix.size(), predicate.size() - negated_prefix.size() - 1);
   std::string replacement = "if " + torch.name + ".compiler.is_compiling():" + eol + inner + torch.name +
-                            "._assert_async(" + torch.name + ".logical_not(" + predicate + "), " + message + ")" +
+                            "._assert_async(" + holds + ", " + message + ")" +
                             eol + indent + "el" + std::string(doc.node_text(node).substr(0, ts_node_end_byte(condition) - ts_node_start_byte(node)));
   Fix fix;
   fix.title = "Keep the guard in the graph with torch._assert_async under compile (it raises RuntimeError "

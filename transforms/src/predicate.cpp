@@ -42,20 +42,21 @@ SelectCheck check_select(const Document& doc, const SemanticModel& model, const 
       out.refusal = why;
       return out;
     }
+    if (out.hazard.empty()) out.hazard = autograd_hazard(doc, v);
+    if (!out.shape_unproven.empty()) continue;
     ValueShape s = shape_of(doc, model, v, fn);
     if (s.likeness == Likeness::None) {
-      out.refusal = "cannot prove that `" + text(doc, v) + "` has the same shape as the other branch";
-      return out;
+      out.shape_unproven = "cannot prove that `" + text(doc, v) + "` has the same shape as the other branch";
+      continue;
     }
     if (!base.empty() && s.base != base) {
-      out.refusal = "cannot prove that `" + text(doc, v) + "` has the same shape as `" + base + "`";
-      return out;
+      out.shape_unproven = "cannot prove that `" + text(doc, v) + "` has the same shape as `" + base + "`";
+      continue;
     }
     base = s.base;
     (s.likeness == Likeness::Same ? any_same : any_floating) = true;
-    if (out.hazard.empty()) out.hazard = autograd_hazard(doc, v);
   }
-  if (any_same && any_floating) {
+  if (out.shape_unproven.empty() && any_same && any_floating) {
     // e.g. `x / 2` against `x`: equal dtypes only when x is floating.
     bool floating = false;
     auto it = fn.assignments.find(base);
@@ -65,9 +66,8 @@ SelectCheck check_select(const Document& doc, const SemanticModel& model, const 
                              [&](TSNode rhs) { return is_floating(doc, model, rhs, fn); });
     }
     if (!floating) {
-      out.refusal = "`" + base + "` may be an integer tensor, and one branch gives a floating result: "
+      out.shape_unproven = "`" + base + "` may be an integer tensor, and one branch gives a floating result: "
                     "torch.where would change the other branch's dtype";
-      return out;
     }
   }
   if (!out.hazard.empty() && under_no_grad(doc, statement)) out.hazard.clear();

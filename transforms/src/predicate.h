@@ -15,6 +15,9 @@ std::string predicate_text(const Document& doc, const SemanticModel& model, TSNo
 struct SelectCheck {
   std::string refusal;  // non-empty: the fix is refused, with this reason
   std::string hazard;   // non-empty: legal but unsafe under autograd, naming the op
+  // Non-empty when the values are pure but their shapes/dtypes are not provably equal: a select is still
+  // legal behind a trace-time check (`a.shape == b.shape and a.dtype == b.dtype`, static for Dynamo).
+  std::string shape_unproven;
 };
 // Values `a` and `b` (either may be a variable's previous value, given as an identifier node) may be
 // computed both and selected: pure, same shape, same dtype.

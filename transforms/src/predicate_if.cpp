@@ -59,6 +59,32 @@ std::string fresh_name(const Document& doc, const std::string& stem) {
   return name;
 }
 
+bool tensors(const SemanticModel& model, const FunctionInfo& fn, const std::vector<TSNode>& values) {
+  return std::all_of(values.begin(), values.end(), [&](TSNode v) { return model.kind_of(v, fn) == ValueKind::Tensor; });
+}
+
+// When shapes cannot be proven equal statically, Dynamo can still check them at trace time (shapes and
+// dtypes are static to it): select when they agree, keep the original branch otherwise.
+//     graphmend_then = a
+//     graphmend_else = b
+//     if graphmend_then.shape == graphmend_else.shape and graphmend_then.dtype == graphmend_else.dtype:
+//         <target>torch.where(c, graphmend_then, graphmend_else)
+//     elif c:
+//         <target>graphmend_then
+//     else:
+//         <target>graphmend_else
+std::string guarded_select(const Document& doc, const std::string& target, const std::string& then_value,
+                           const std::string& else_value, const std::string& predicate, const std::string& test,
+                           const std::string& torch, const std::string& indent, const std::string& eol) {
+  std::string a = "graphmend_then", b = "graphmend_else";
+  std::string inner = indent + (indent.find('\t') != std::string::npos ? "\t" : "    ");
+  (void)doc;
+  return a + " = " + then_value + eol + indent + b + " = " + else_value + eol + indent + "if " + a + ".shape == " + b +
+         ".shape and " + a + ".dtype == " + b + ".dtype:" + eol + inner + target + torch + ".where(" + predicate +
+         ", " + a + ", " + b + ")" + eol + indent + "elif " + test + ":" + eol + inner + target + a + eol + indent +
+         "else:" + eol + inner + target + b;
+}
+
 TransformResult apply(const TransformContext& ctx) {
   const Document& doc = ctx.document;
   const SemanticModel& model = ctx.model;
@@ -134,7 +160,13 @@ TransformResult apply(const TransformContext& ctx) {
     hazard = check.hazard;
     std::vector<std::string> values;
     for (TSNode r : returns) values.push_back(text(doc, r));
-    replacement += "return " + select(values, text(doc, fallback));
+    if (!check.shape_unproven.empty()) {
+      if (predicates.size() != 1 || !tensors(model, *fn, all)) return Refusal{check.shape_unproven};
+      replacement += guarded_select(doc, "return ", values[0], text(doc, fallback), predicates[0],
+                                    text(doc, branches[0].condition), torch.name, indent, eol);
+    } else {
+      replacement += "return " + select(values, text(doc, fallback));
+    }
   } else {
     // Form: assignments.
     std::vector<std::string> order;                          // variables in first-assignment order
@@ -196,6 +228,16 @@ TransformResult apply(const TransformContext& ctx) {
       }
       SelectCheck check = check_select(doc, model, *fn, values, stmt);
       if (!check.refusal.empty()) return Refusal{check.refusal};
+      if (!check.shape_unproven.empty()) {
+        // One variable, one test: select behind a trace-time shape and dtype check.
+        if (order.size() != 1 || predicates.size() != 1 || !tensors(model, *fn, values)) return Refusal{check.shape_unproven};
+        if (values.size() < 2 && model.kind_of(field(stmt, "condition"), *fn) != ValueKind::Tensor)
+          return Refusal{check.shape_unproven};
+        hazard = check.hazard;
+        replacement += guarded_select(doc, name + " = ", texts[0], fallback, predicates[0],
+                                      text(doc, branches[0].condition), torch.name, indent, eol);
+        continue;
+      }
       if (values.size() < branches.size() + (has_else ? 0 : 1)) {
         // Some path keeps the old value: each value must be shaped like the variable itself.
         for (TSNode v : values) {
