@@ -9,7 +9,8 @@ GRAMMAR_VERSION=0.23.6
 # sha512 integrity of tree-sitter-python@0.23.6 as published on the npm registry.
 TORCH_VERSION=2.13.0
 
-need_pkgs=(libtree-sitter-dev libdtl-dev nlohmann-json3-dev libasio-dev libspdlog-dev doctest-dev libtomlplusplus-dev pkg-config)
+need_pkgs=(libtree-sitter-dev libdtl-dev nlohmann-json3-dev libasio-dev libspdlog-dev doctest-dev libtomlplusplus-dev pkg-config
+           neovim clang libclang-rt-dev)
 missing=()
 for p in "${need_pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -38,8 +39,29 @@ if [ ! -f "$cache/src/parser.c" ]; then
   rm -rf "$tmp"
 fi
 
-if [ ! -x "$root/.venv/bin/python" ] || ! "$root/.venv/bin/python" -c "import torch, pytest" 2>/dev/null; then
+# The SARIF 2.1.0 JSON schema, for validating `--output-format sarif` in the tests.
+SARIF_SCHEMA_PKG="@microsoft/jest-sarif@1.0.0-beta.0"
+SARIF_SCHEMA_SHA512="sha512-A1fOhPd6Ic5iDk4F9YPw1qNB4XF+7+IviR7xl8r2F6QzQkx5cpY9LsGk2rExiFIEcBbjpVnSmwWGBukASkiQ9A=="
+schema="$root/.cache/sarif-schema-2.1.0.json"
+if [ ! -f "$schema" ]; then
+  echo "setup: fetching the SARIF 2.1.0 schema ($SARIF_SCHEMA_PKG) with npm pack"
+  tmp="$(mktemp -d)"
+  (cd "$tmp" && npm pack --silent "$SARIF_SCHEMA_PKG" >/dev/null)
+  tgz="$(ls "$tmp"/*.tgz)"
+  got="sha512-$(openssl dgst -sha512 -binary "$tgz" | openssl base64 -A)"
+  if [ "$got" != "$SARIF_SCHEMA_SHA512" ]; then
+    echo "setup: checksum mismatch for $SARIF_SCHEMA_PKG (got $got)" >&2
+    exit 2
+  fi
+  tar -xzf "$tgz" -C "$tmp" package/lib/schemas/sarif-2.1.0-rtm.5.json
+  mkdir -p "$root/.cache"
+  mv "$tmp/package/lib/schemas/sarif-2.1.0-rtm.5.json" "$schema"
+  rm -rf "$tmp"
+fi
+
+if [ ! -x "$root/.venv/bin/python" ] || ! "$root/.venv/bin/python" -c "import torch, pytest, jsonschema, transformers, numpy" 2>/dev/null; then
   echo "setup: creating .venv with torch==$TORCH_VERSION"
   python3 -m venv "$root/.venv"
-  "$root/.venv/bin/pip" install -q --disable-pip-version-check "torch==$TORCH_VERSION" "pytest==8.3.4" "ruff==0.8.4"
+  "$root/.venv/bin/pip" install -q --disable-pip-version-check "torch==$TORCH_VERSION" \
+    "numpy==2.2.6" "transformers==5.17.0" "pytest==8.3.4" "ruff==0.8.4" "jsonschema==4.26.0"
 fi
