@@ -4,6 +4,7 @@
 #include <atomic>
 #include <chrono>
 #include <filesystem>
+#include <list>
 #include <map>
 #include <thread>
 
@@ -63,6 +64,9 @@ struct OpenDocument {
   std::shared_ptr<Worker> worker = std::make_shared<Worker>();
   // The newest version, readable from the strand so queued analyses of old versions are skipped.
   std::shared_ptr<std::atomic<int64_t>> live_version = std::make_shared<std::atomic<int64_t>>(0);
+  // Whether the worker keeps the tree after an analysis (for incremental reparsing of the next
+  // edit). Only documents being edited do: a tree costs far more memory than its text.
+  std::shared_ptr<std::atomic<bool>> keep_tree = std::make_shared<std::atomic<bool>>(false);
 
   asio::steady_timer debounce;
   DebouncePolicy policy;
@@ -144,6 +148,10 @@ struct Server::Impl {
   std::shared_ptr<Validator> validator;
 
   std::map<std::string, std::shared_ptr<OpenDocument>> documents;
+  // Documents edited most recently, newest first: only these keep their tree-sitter tree between
+  // analyses (for incremental reparsing); the others are parsed again when they next change.
+  std::list<std::string> recently_edited;
+  static constexpr std::size_t kKeepTrees = 8;
   std::map<std::string, PendingRequest> pending;
   std::vector<WorkspaceRequest> workspace_requests;
   std::map<std::string, std::function<void(const Message&)>> outgoing;
@@ -550,10 +558,6 @@ struct Server::Impl {
                         " bytes, more than maxFileSize (" +
                         std::to_string(settings.max_file_bytes) + "): not analysed");
         asio::post(document.strand, [worker] { worker->document.reset(); });
-      } else {
-        asio::post(document.strand, [worker, path = document.path, text = document.snapshot->text] {
-          worker->document = std::make_unique<Document>(path, *text);
-        });
       }
     }
   }
@@ -575,16 +579,12 @@ struct Server::Impl {
         std::make_shared<const std::string>(std::move(text)));
     document->too_large = document->snapshot->text->size() > settings.max_file_bytes;
     documents[uri] = document;
+    // The tree is built by the first analysis (on the worker), not here.
     if (document->too_large) {
       log_message(protocol::message_type::kWarning,
                   uri + " has " + std::to_string(document->snapshot->text->size()) +
                       " bytes, more than maxFileSize (" + std::to_string(settings.max_file_bytes) +
                       "): not analysed");
-    } else {
-      asio::post(document->strand, [worker = document->worker, path = document->path,
-                                    text = document->snapshot->text] {
-        worker->document = std::make_unique<Document>(path, *text);
-      });
     }
     spdlog::info("opened {} (version {}, {} bytes)", uri, version, document->snapshot->text->size());
     document->publish_pending = true;
@@ -653,12 +653,28 @@ struct Server::Impl {
     document.version = version;
     document.live_version->store(version);
     set_text(document, text);
+    touch(document);
     document.latest.reset();
     make_stale(document.uri);
     if (settings.run == RunMode::OnType) {
       document.publish_pending = true;
       arm_debounce(document);
     }
+  }
+
+  void touch(OpenDocument& document) {
+    document.keep_tree->store(true);
+    recently_edited.remove(document.uri);
+    recently_edited.push_front(document.uri);
+    if (recently_edited.size() <= kKeepTrees) return;
+    // The least recently edited document gives its tree back; it is parsed again when needed.
+    if (OpenDocument* evicted = find_document(recently_edited.back())) {
+      evicted->keep_tree->store(false);
+      asio::post(evicted->strand, [worker = evicted->worker, keep = evicted->keep_tree] {
+        if (!keep->load()) worker->document.reset();
+      });
+    }
+    recently_edited.pop_back();
   }
 
   // Requests that read `uri` were computed for a version that no longer exists.
@@ -697,6 +713,7 @@ struct Server::Impl {
 
   void close_document(const std::string& uri) {
     make_stale(uri);
+    recently_edited.remove(uri);
     const auto it = documents.find(uri);
     it->second->debounce.cancel();
     it->second->live_version->store(-1);
@@ -742,7 +759,8 @@ struct Server::Impl {
       return;
     }
     asio::post(document.strand, [this, config = config_for(document), uri = document.uri,
-                                 worker = document.worker, live = document.live_version,
+                                 path = document.path, worker = document.worker,
+                                 keep = document.keep_tree, live = document.live_version,
                                  encoding_used = encoding, result] {
       if (live->load() != result->version) {
         // An edit arrived after this was queued: a newer analysis will follow.
@@ -751,7 +769,10 @@ struct Server::Impl {
       }
       const auto start = Clock::now();
       try {
-        if (!worker->document) throw std::runtime_error("the document was not parsed");
+        if (!worker->document) {
+          // Released while idle (or never parsed): parse the current text from scratch.
+          worker->document = std::make_unique<Document>(path, *result->snapshot->text);
+        }
         if (worker->document->text().size() != result->snapshot->text->size()) {
           throw std::logic_error("document text out of sync");
         }
@@ -762,6 +783,7 @@ struct Server::Impl {
         result->findings.clear();
         result->error = error.what();
       }
+      if (!keep->load()) worker->document.reset();
       for (const Finding& finding : result->findings) {
         result->diagnostics.push_back(to_diagnostic(finding, result->snapshot->lines, encoding_used,
                                                     uri, result->version));
