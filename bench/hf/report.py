@@ -44,13 +44,16 @@ def totals(results: dict) -> dict:
                          for k, v in sorted(kinds.items(), key=lambda kv: -kv[1]["sites"])}
     fixed_arm = [m for m in ok if _has_after(m)]
     if fixed_arm:
-        fixed = sum(len(m["compare"]["fixed"]) for m in fixed_arm)
+        gone = sum(len(m["compare"]["fixed"]) for m in fixed_arm)
         before = sum(len(m["before"]["sites"]) for m in fixed_arm)
         left = sum(len(m["compare"]["left"]) for m in fixed_arm)
         new = sum(len(m["compare"]["new"]) for m in fixed_arm)
+        # fixed = net reduction: a rewritten statement that still breaks counts as gone + new = 0
+        fixed = before - left - new
         with_breaks = [m for m in fixed_arm if m["before"]["sites"]]
         t.update({
             "fixed_arm_models": len(fixed_arm), "sites_before_fixed_arm": before, "sites_fixed": fixed,
+            "sites_gone": gone,
             "sites_left": left, "sites_new": new, "sites_after": left + new,
             "fixed_pct": round(100.0 * fixed / before, 1) if before else None,
             "models_fully_fixed": sum(1 for m in with_breaks if not m["after"]["sites"]),
@@ -99,9 +102,10 @@ def chart(results: dict, png: str) -> bool:
     after = [len(m["after"]["sites"]) if _has_after(m) else None for m in ok]
     fig, ax = plt.subplots(figsize=(max(6.0, 0.42 * len(ok) + 2), 4.2), dpi=110)
     xs = range(len(ok))
-    w = 0.4
-    ax.bar([x - w / 2 for x in xs], before, w, label="before", color="#c0504d")
-    if any(a is not None for a in after):
+    has_after = any(a is not None for a in after)
+    w = 0.4 if has_after else 0.6
+    ax.bar([x - w / 2 if has_after else x for x in xs], before, w, label="before", color="#c0504d")
+    if has_after:
         ax.bar([x + w / 2 for x in xs], [a or 0 for a in after], w, label="after graphmend --fix", color="#4f81bd")
     ax.set_xticks(list(xs))
     ax.set_xticklabels(names, rotation=60, ha="right", fontsize=8)
@@ -185,7 +189,7 @@ def markdown(results: dict, chart_path: str | None) -> str:
       f"train {t['sites_before_train']}); {t['events_before']} break events |")
     if t.get("fixed_arm_models"):
         A(f"| fixed | 107 (73%) | {t['sites_fixed']} of {t['sites_before_fixed_arm']} "
-          f"({t['fixed_pct'] if t['fixed_pct'] is not None else '-'}%); {t['sites_new']} new sites after |")
+          f"({t['fixed_pct'] if t['fixed_pct'] is not None else '-'}%, net: sites before minus after); {t['sites_gone']} sites gone, {t['sites_new']} new |")
         A(f"| models fully fixed | 21 | {fixed_cell('models_fully_fixed')} of "
           f"{sum(1 for m in ok if m.get('after') is not None and m['before']['sites'])} with breaks |")
         A(f"| `fullgraph=True` compiles (eval / train) | - | before {t['fullgraph_before']['eval']}/"
@@ -235,8 +239,7 @@ def markdown(results: dict, chart_path: str | None) -> str:
         if _has_after(m):
             a = m["after"]
             na = len(a["sites"])
-            nf = len(m["compare"]["fixed"])
-            pct = f"{100.0 * nf / nb:.0f}%" if nb else "-"
+            pct = f"{100.0 * (nb - na) / nb:.0f}%" if nb else "-"
             after = f"{na} ({_modes(m, 'after')})"
             outs = m.get("outputs") or {}
             eq = "/".join("yes" if outs.get(k, {}).get("equal") else ("NO" if k in outs else "?") for k in ("eval", "train"))
@@ -274,13 +277,14 @@ def markdown(results: dict, chart_path: str | None) -> str:
     if top:
         A("Most common sites (same function name and statement text across models):")
         A("")
-        A("| statement | function | kind | modes | models |")
-        A("|---|---|---|---|---|")
+        A("| statement | function | kind | modes | sites | models |")
+        A("|---|---|---|---|---|---|")
         for (fn, stmt, kind), e in top:
             st = stmt.replace("|", "\\|")
             st = st if len(st) <= 90 else st[:87] + "..."
-            A(f"| `{st}` | {fn} | {_short(kind)} | {'/'.join(sorted(e['modes']))} | {len(e['models'])}: "
-              f"{', '.join(e['models'][:8])}{' ...' if len(e['models']) > 8 else ''} |")
+            uniq = list(dict.fromkeys(e["models"]))
+            A(f"| `{st}` | {fn} | {_short(kind)} | {'/'.join(sorted(e['modes']))} | {len(e['models'])} | "
+              f"{len(uniq)}: {', '.join(uniq[:10])}{' ...' if len(uniq) > 10 else ''} |")
         A("")
     # breaks left
     left_models = [m for m in ok if _has_after(m) and (m["compare"]["left"] or m["compare"]["new"])]

@@ -60,6 +60,8 @@ def run_worker(task: str, model: str, out: str, *, timeout: float, pkg_root=None
         cmd += ["--pkg-root", pkg_root]
     if ref_dir:
         cmd += ["--ref-dir", ref_dir]
+    if os.path.exists(out):
+        os.unlink(out)  # never read a stale result
     env = dict(os.environ, OMP_NUM_THREADS="1", HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1",
                PYTHONWARNINGS="ignore")
     env.update(env_extra or {})
@@ -190,7 +192,18 @@ def process_model(name: str, args, root: str, work: str, binary: str | None) -> 
     ref = os.path.join(work, name, "ref")
     os.makedirs(ref, exist_ok=True)
     t0 = time.time()
-    before = run_worker("census", name, os.path.join(work, name, "before.json"), timeout=args.timeout, ref_dir=ref)
+    before_path = os.path.join(work, name, "before.json")
+    before = None
+    if args.work and os.path.exists(before_path) and os.path.exists(os.path.join(ref, "outputs.pt")):
+        # --work DIR: the original arm does not depend on graphmend; reuse a finished census
+        with open(before_path) as f:
+            before = json.load(f)
+        if before.get("status") != "ok" or "modes" not in before:
+            before = None
+        else:
+            log(f"{name}: reusing the original arm from {before_path}")
+    if before is None:
+        before = run_worker("census", name, before_path, timeout=args.timeout, ref_dir=ref)
     entry["census_wall_s"] = before.get("wall_s")
     if before.get("status") != "ok":
         entry["status"] = "skipped"
@@ -202,7 +215,7 @@ def process_model(name: str, args, root: str, work: str, binary: str | None) -> 
     entry["modules"] = before.get("modules")
     b = summarize_arm(before)
     entry["before"] = b
-    log(f"{name}: {len(b['sites'])} sites, events {b['events']}, graphs {b['graphs']} ({before['wall_s']} s)")
+    log(f"{name}: {len(b['sites'])} sites, events {b['events']}, graphs {b['graphs']} ({before.get('wall_s', 'reused')} s)")
     if args.census_only or binary is None:
         entry["fix"] = {"status": "census only" if args.census_only else "graphmend binary not found"}
         return entry
@@ -244,6 +257,7 @@ def process_model(name: str, args, root: str, work: str, binary: str | None) -> 
 
     # fixed arm
     fixdir = os.path.join(work, name, "fixed")
+    shutil.rmtree(fixdir, ignore_errors=True)
     pkg = make_fixed_copy(root, files, fixdir)
     fx = graphmend_check(binary, [os.path.join(pkg, f) for f in files], fix=True)
     changed = {}
@@ -255,7 +269,7 @@ def process_model(name: str, args, root: str, work: str, binary: str | None) -> 
                     "files_changed": changed, "wall_s": fx.get("wall_s")}
     if changed:
         after = run_worker("census", name, os.path.join(work, name, "after.json"), timeout=args.timeout,
-                           pkg_root=fixdir, ref_dir=ref)
+                           pkg_root=fixdir, ref_dir=ref, extra=["--skip-explain"])
         if after.get("status") != "ok":
             entry["after_error"] = (after.get("error") or after.get("status")).strip()[:500]
             entry["after"] = None
@@ -289,7 +303,7 @@ def timing_pair(name: str, mode: str, args, work: str) -> dict:
             env = {"TORCHINDUCTOR_FORCE_DISABLE_CACHES": "1", "TORCHINDUCTOR_CACHE_DIR": cache,
                    "TRITON_CACHE_DIR": os.path.join(cache, "triton")}
             out = os.path.join(work, name, f"timing-{arm}-{i}.json")
-            res = run_worker("timing", name, out, timeout=args.timeout, ref_dir=ref, env_extra=env,
+            res = run_worker("timing", name, out, timeout=args.timing_timeout, ref_dir=ref, env_extra=env,
                              pkg_root=fixdir if arm == "fixed" else None, extra=["--mode", mode])
             shutil.rmtree(cache, ignore_errors=True)
             if res.get("status") != "ok":
@@ -311,9 +325,10 @@ def pick_timing(entries: list[dict], args) -> list[tuple[str, str]]:
         if e.get("status") != "ok" or not a or a is b or not e.get("fix", {}).get("files_changed"):
             continue
         best = None
+        # eval first: an inductor cold start of forward + backward costs several times a forward's
         for mode in ("eval", "train"):
             gain = b["sites_by_mode"].get(mode, 0) - a["sites_by_mode"].get(mode, 0)
-            if gain > 0 and (best is None or gain > best[0]):
+            if gain > 0 and best is None:
                 best = (gain, mode)
         if best:
             cands.append((best[0], e["name"], best[1]))
@@ -322,6 +337,14 @@ def pick_timing(entries: list[dict], args) -> list[tuple[str, str]]:
         return [(n, m) for _, n, m in cands if n in want]
     cands.sort(key=lambda c: -c[0])
     return [(n, m) for _, n, m in cands[: args.timing_count]]
+
+
+def write_report(results: dict, doc: str) -> None:
+    png = os.path.join(os.path.dirname(os.path.abspath(doc)), "img", "hf-breaks.png")
+    chart = report.chart(results, png)
+    rel_png = os.path.relpath(png, os.path.dirname(os.path.abspath(doc))) if chart else None
+    common.replace_section(doc, "hf", report.markdown(results, rel_png))
+    log(f"updated {doc}" + (f" and {png}" if chart else " (no chart: matplotlib missing or no breaks)"))
 
 
 def main(argv=None) -> int:
@@ -333,15 +356,27 @@ def main(argv=None) -> int:
     ap.add_argument("--census-only", action="store_true", help="only phase 1 (no graphmend); writes hf-census.json")
     ap.add_argument("--jobs", type=int, default=1)
     ap.add_argument("--timeout", type=float, default=300, help="seconds per worker process")
-    ap.add_argument("--timing-count", type=int, default=3, help="models in the timing subset")
+    ap.add_argument("--timing-count", type=int, default=2, help="models in the timing subset")
+    ap.add_argument("--timing-budget", type=float, default=900,
+                    help="seconds after which no further model is timed (keeps the full run within an hour)")
     ap.add_argument("--timing-models", help="comma-separated models to time (default: the most improved)")
-    ap.add_argument("--timing-reps", type=int, default=3)
+    ap.add_argument("--timing-reps", type=int, default=2, help="runs per arm, alternated")
+    ap.add_argument("--timing-timeout", type=float, default=900, help="seconds per timing process")
     ap.add_argument("--no-timing", action="store_true")
     ap.add_argument("--out", help="results JSON (default bench/results/hf.json or hf-census.json)")
     ap.add_argument("--doc", default=os.path.join(ROOT, "docs", "benchmarks.md"))
     ap.add_argument("--no-doc", action="store_true")
     ap.add_argument("--keep", action="store_true", help="keep the work dir and fixed copies")
+    ap.add_argument("--work", help="work dir to keep and reuse: a model's finished original-arm census there "
+                                   "is reused (it does not depend on graphmend); fixed arms are redone")
+    ap.add_argument("--report-from", metavar="JSON", help="only regenerate the report from a results JSON")
     args = ap.parse_args(argv)
+    if args.report_from:
+        with open(args.report_from) as f:
+            results = json.load(f)
+        results["totals"] = report.totals(results)
+        write_report(results, args.doc)
+        return 0
     if args.quick:
         args.timing_count, args.timing_reps = 1, 1
     names = args.models.split(",") if args.models else (QUICK if args.quick else [r.name for r in recipes.RECIPES])
@@ -352,7 +387,12 @@ def main(argv=None) -> int:
     if not args.census_only and binary is None:
         log("graphmend binary not found (set GRAPHMEND_BIN or build build/graphmend): census only")
     root = tf_root()
-    work = tempfile.mkdtemp(prefix="gm-hf-")
+    if args.work:
+        work = os.path.abspath(args.work)
+        os.makedirs(work, exist_ok=True)
+        args.keep = True
+    else:
+        work = tempfile.mkdtemp(prefix="gm-hf-")
     t0 = time.time()
     import torch
     import transformers
@@ -376,7 +416,12 @@ def main(argv=None) -> int:
                 log(f"{n}: harness error {e!r}")
     ordered = [entries[n] for n in names]
     if binary and not args.no_timing and not args.census_only:
+        t_timing = time.time()
         for name, mode in pick_timing(ordered, args):
+            if time.time() - t_timing > args.timing_budget:
+                log(f"timing budget ({args.timing_budget:.0f} s) spent: {name} not timed")
+                entries[name]["timing"] = {"mode": mode, "error": "not timed: timing budget spent"}
+                continue
             log(f"timing {name} ({mode}), {args.timing_reps} reps per arm")
             entries[name]["timing"] = timing_pair(name, mode, args, work)
     meta["duration_s"] = round(time.time() - t0, 1)
@@ -389,11 +434,7 @@ def main(argv=None) -> int:
         json.dump(results, f, indent=1, sort_keys=False)
     log(f"wrote {out} in {meta['duration_s']} s")
     if not args.no_doc:
-        png = os.path.join(os.path.dirname(args.doc), "img", "hf-breaks.png")
-        chart = report.chart(results, png)
-        rel_png = os.path.relpath(png, os.path.dirname(args.doc)) if chart else None
-        common.replace_section(args.doc, "hf", report.markdown(results, rel_png))
-        log(f"updated {args.doc}")
+        write_report(results, args.doc)
     if not args.keep:
         shutil.rmtree(work, ignore_errors=True)
     else:

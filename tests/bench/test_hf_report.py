@@ -82,7 +82,7 @@ def test_markdown_table_and_left_breaks():
     assert "| whisper * | 1 (0/2) | 0 (0/0) | 100% |" in md
     assert "yes/NO" in md  # whisper's changed train output is visible
     assert "florence2" in md and "bad config" in md
-    assert "2 of 3 (66.7%)" in md
+    assert "2 of 3 (66.7%, net" in md
     assert "raises a custom type" in md  # graphmend's no-fix reason for the break left
     assert "![graph-break sites before and after per model](img/hf-breaks.png)" in md
     assert "| 2.00x | 1.10x |" in md
