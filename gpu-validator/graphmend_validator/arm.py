@@ -73,6 +73,32 @@ def load_target_module(module_name, source_file, search_root, original_file):
     return module
 
 
+def install_replacement(module_name, source_file):
+    """Imports `source_file` as `module_name` (its parent packages first) before anything else imports it."""
+    import importlib
+    import importlib.util
+
+    parent, _, leaf = module_name.rpartition(".")
+    if parent:
+        importlib.import_module(parent)
+    spec = importlib.util.spec_from_file_location(module_name, source_file)
+    if spec is None or spec.loader is None:
+        raise ArmError("bad_target", f"cannot load {source_file} as module {module_name}")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[module_name] = module
+    if parent:
+        setattr(sys.modules[parent], leaf, module)
+    spec.loader.exec_module(module)
+
+
+def import_target(spec):
+    if spec["search_root"] and spec["search_root"] not in sys.path:
+        sys.path.insert(0, spec["search_root"])
+    if spec.get("replace_module"):
+        install_replacement(spec["replace_module"], spec["replace_source"])
+    return load_target_module(spec["module_name"], spec["source_file"], spec["search_root"], spec["original_file"])
+
+
 def call_factory(module, factory_name):
     obj = module
     for part in factory_name.split("."):
@@ -119,8 +145,40 @@ def map_tensors(obj, fn):
     return obj
 
 
+def normalise(obj, depth=0):
+    """An output as plain data for saving and comparing: CPU tensors, dicts, lists and scalars.
+
+    Other objects (a Hugging Face cache, a dataclass) become {"__type__": name, **their attributes},
+    so their tensors are compared rather than their identity.
+    """
+    import torch
+
+    if isinstance(obj, torch.Tensor):
+        return obj.detach().to("cpu", copy=True)
+    if obj is None or isinstance(obj, (bool, int, float, complex, str, bytes)):
+        return obj
+    if depth > 8:
+        return f"<{type(obj).__name__} nested too deep>"
+    if isinstance(obj, dict):
+        return {k: normalise(v, depth + 1) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [normalise(v, depth + 1) for v in obj]
+    if isinstance(obj, torch.nn.Module):
+        return f"<module {type(obj).__name__}>"
+    if isinstance(obj, (torch.dtype, torch.device, torch.Size)):
+        return str(obj)
+    attrs = getattr(obj, "__dict__", None)
+    if isinstance(attrs, dict):
+        fields = {"__type__": type(obj).__qualname__}
+        for key, value in attrs.items():
+            if not key.startswith("__") and not callable(value):
+                fields[key] = normalise(value, depth + 1)
+        return fields
+    return repr(obj)
+
+
 def detach_cpu(obj):
-    return map_tensors(obj, lambda t: t.detach().to("cpu", copy=True))
+    return normalise(obj)
 
 
 def compare(a, b, rtol, atol, path="out"):
@@ -406,7 +464,7 @@ def set_mode(torch, fn, mode):
 def run_prepare(spec, result):
     import torch
 
-    module = load_target_module(spec["module_name"], spec["source_file"], spec["search_root"], spec["original_file"])
+    module = import_target(spec)
     seed_everything(torch, spec["seed"])
     fn, args, kwargs = call_factory(module, spec["factory"])
     is_module = isinstance(fn, torch.nn.Module)
@@ -440,7 +498,7 @@ def run_measure(spec, result):
     device = spec["device"]
     timer = Timer(torch, device)
     t_import = time.perf_counter()
-    module = load_target_module(spec["module_name"], spec["source_file"], spec["search_root"], spec["original_file"])
+    module = import_target(spec)
     result["import_s"] = time.perf_counter() - t_import
     seed_everything(torch, spec["seed"])
     fn, _, _ = call_factory(module, spec["factory"])
@@ -495,6 +553,8 @@ def run_measure(spec, result):
     result["graphs_after_first_call"] = (graphs_after - graphs_before - first_call_graphs) if counters is not None else None
     result["recompiles"] = recorder.recompiles
     path_map = {spec["source_file"]: spec["report_file"]}
+    if spec.get("replace_source"):
+        path_map[spec["replace_source"]] = spec["replace_source"]
     result["breaks"] = summarise_breaks(first_call_breaks, path_map)
     result["break_events_total"] = len(recorder.breaks)
     if counters is not None:
@@ -598,12 +658,13 @@ def main(argv):
             run_measure(spec, result)
         result["ok"] = True
     except BaseException as exc:  # SystemExit and KeyboardInterrupt from user code included
-        file, line = user_location(exc.__traceback__, {spec["source_file"]})
+        user_files = {spec["source_file"]} | ({spec["replace_source"]} if spec.get("replace_source") else set())
+        file, line = user_location(exc.__traceback__, user_files)
         result["error"] = {
             "kind": classify_exception(exc) if not isinstance(exc, SystemExit) else "exited",
             "type": type(exc).__name__,
             "message": str(exc)[:2000],
-            "file": spec["report_file"] if file else None,
+            "file": file,
             "line": line,
             "traceback": "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))[-6000:],
         }

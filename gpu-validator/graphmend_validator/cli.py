@@ -17,6 +17,7 @@ def main(argv):
     parser = argparse.ArgumentParser(prog="python -m graphmend_validator validate")
     parser.add_argument("target")
     parser.add_argument("--fixed", default=None, help="fixed source file (default: measure the original only)")
+    parser.add_argument("--fixed-module", default=None, help="dotted module the fixed source stands in for")
     parser.add_argument("--device", default="auto")
     parser.add_argument("--backend", default="inductor")
     parser.add_argument("--repeats", type=int, default=3)
@@ -35,7 +36,7 @@ def main(argv):
     if probe.get("error"):
         return fail(probe["error"]["kind"], probe["error"]["message"])
     params = {"target": args.target, "fixed_source": None if args.fixed in (None, "none") else args.fixed,
-              "device": args.device, "backend": args.backend, "repeats": args.repeats,
+              "fixed_module": args.fixed_module, "device": args.device, "backend": args.backend, "repeats": args.repeats,
               "timeout_s": args.timeout, "mode": args.mode}
 
     def progress(message, percentage):

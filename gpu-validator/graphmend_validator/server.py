@@ -18,7 +18,7 @@ import threading
 import traceback
 
 from graphmend_validator import PROTOCOL_VERSION, __version__
-from graphmend_validator.validate import VALIDATOR_ROOT, Cancelled, ValidateError, Validation
+from graphmend_validator.validate import VALIDATOR_ROOT, Cancelled, ValidateError, Validation, module_identity
 
 PARSE_ERROR = -32700
 INVALID_REQUEST = -32600
@@ -189,6 +189,8 @@ class Server:
                 self.on_initialize(msg_id, params)
             elif method == "validate":
                 self.on_validate(msg_id, params)
+            elif method == "locate":
+                self.on_locate(msg_id, params)
             elif method == "shutdown":
                 self.shutdown_requested = True
                 self.respond(msg_id, None)
@@ -234,8 +236,42 @@ class Server:
             "python_version": probe["python_version"],
             "validator_version": __version__,
             "protocol_version": PROTOCOL_VERSION,
-            "methods": ["initialize", "validate", "shutdown"],
+            "methods": ["initialize", "validate", "locate", "shutdown"],
         })
+
+    def on_locate(self, msg_id, params):
+        """{module, target?} -> {module, file}: where the user's interpreter imports a module from
+        (with the target's package root on sys.path), so a client can fix that file."""
+        if self.probe is None:
+            self.error(msg_id, NOT_INITIALIZED, "send initialize first (the handshake checks torch)")
+            return
+        module = params.get("module") if isinstance(params, dict) else None
+        if not isinstance(module, str) or not module or not all(p.isidentifier() for p in module.split(".")):
+            self.error(msg_id, INVALID_PARAMS, f"module must be a dotted module name, got {module!r}", {"kind": "bad_params"})
+            return
+        root = ""
+        target = params.get("target")
+        if isinstance(target, str) and "::" in target:
+            root = module_identity(os.path.abspath(target.rsplit("::", 1)[0]))[1]
+        code = ("import importlib.util, json, sys\n"
+                "sys.path.insert(0, sys.argv[2]) if sys.argv[2] else None\n"
+                "try:\n    spec = importlib.util.find_spec(sys.argv[1])\n"
+                "except Exception as exc:\n    print(json.dumps({'error': f'{type(exc).__name__}: {exc}'})); sys.exit(0)\n"
+                "print(json.dumps({'file': spec.origin if spec else None}))\n")
+        try:
+            done = subprocess.run([self.python, "-c", code, module, root], capture_output=True, timeout=180,
+                                  stdin=subprocess.DEVNULL, cwd=root or None, start_new_session=True)
+            answer = json.loads(done.stdout.decode("utf-8", errors="replace").strip().splitlines()[-1])
+        except (subprocess.TimeoutExpired, OSError, ValueError, IndexError) as exc:
+            self.error(msg_id, INTERNAL_ERROR, f"cannot locate {module}: {exc}")
+            return
+        file = answer.get("file")
+        if not file or not os.path.isfile(file) or not file.endswith(".py"):
+            why = answer.get("error") or ("not found" if not file else f"not a Python source file ({file})")
+            self.error(msg_id, INVALID_PARAMS, f"module {module} cannot be located in {self.python}: {why}",
+                       {"kind": "bad_module"})
+            return
+        self.respond(msg_id, {"module": module, "file": file})
 
     def on_validate(self, msg_id, params):
         if self.probe is None:

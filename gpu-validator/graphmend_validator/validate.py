@@ -22,6 +22,7 @@ VALIDATOR_ROOT = os.path.dirname(PACKAGE_DIR)
 
 DEFAULTS = {
     "fixed_source": None,
+    "fixed_module": None,  # dotted module the fixed source replaces (default: the target's own module)
     "device": "auto",
     "backend": "inductor",
     "repeats": 3,
@@ -153,6 +154,12 @@ class Validation:
             if not isinstance(fixed, str) or not os.path.isfile(fixed):
                 raise ValidateError(-32602, "bad_fixed", f"fixed source {fixed!r} does not exist")
             self.p["fixed_source"] = os.path.abspath(fixed)
+        module = self.p["fixed_module"]
+        if module is not None:
+            if not isinstance(module, str) or not all(p.isidentifier() for p in module.split(".")):
+                raise ValidateError(-32602, "bad_params", f"fixed_module must be a dotted module name, got {module!r}")
+            if self.p["fixed_source"] is None:
+                raise ValidateError(-32602, "bad_params", "fixed_module needs a fixed_source")
         for key in ("repeats", "warmup", "iters"):
             if not isinstance(self.p[key], int) or isinstance(self.p[key], bool) or self.p[key] < (1 if key != "warmup" else 0):
                 raise ValidateError(-32602, "bad_params", f"{key} must be a positive integer")
@@ -319,6 +326,7 @@ class Validation:
         base = {
             "target": self.target,
             "fixed_source": self.p["fixed_source"],
+            "fixed_module": self.p["fixed_module"],
             "device": self.device,
             "device_name": self.probe.get("device_name") if self.device.startswith("cuda") else (self.probe.get("cpu_model") or "cpu"),
             "backend": self.p["backend"],
@@ -338,8 +346,13 @@ class Validation:
             order = arms if r % 2 == 0 else list(reversed(arms))  # alternate: A B, B A, A B, ...
             for arm in order:
                 self.progress(f"{arm} {r + 1}/{repeats}", int(100 * step / total_steps))
+                extra = {"analyze": r == 0}
                 source = self.file if arm == "original" else self.p["fixed_source"]
-                res = self.run_arm(f"{arm}-{r}", "measure", arm, source, {"analyze": r == 0})
+                if arm == "fixed" and self.p["fixed_module"]:
+                    # The target file stays; the fixed source stands in for another module (library code).
+                    source = self.file
+                    extra.update(replace_module=self.p["fixed_module"], replace_source=self.p["fixed_source"])
+                res = self.run_arm(f"{arm}-{r}", "measure", arm, source, extra)
                 step += 1
                 if not res.get("ok"):
                     partial = {a: self.aggregate(v) for a, v in runs.items() if v}

@@ -42,6 +42,9 @@ TARGET is path/to/file.py::factory, where factory() returns (callable_or_module,
 options:
   --fixed FILE|auto|none  the fixed source: a file, graphmend's safe fixes (auto, default), or none
                           (measure the original only)
+  --fixed-module NAME     the fixed source stands in for this module (library code such as
+                          transformers.models.bert.modeling_bert) instead of the target file;
+                          with --fixed auto, graphmend fixes the file that module is imported from
   --python PY             interpreter with torch (default: a .venv above the target or the current
                           folder, then python3)
   --device auto|cpu|cuda  (default auto: cuda when torch sees one)
@@ -64,6 +67,7 @@ extern "C" void on_interrupt(int) { g_interrupted = 1; }
 struct Options {
   std::string target;
   std::string fixed = "auto";
+  std::string fixed_module;
   std::string python;
   std::string device = "auto";
   std::string backend = "inductor";
@@ -102,12 +106,14 @@ std::optional<Options> parse_args(const std::vector<std::string>& args, std::str
       options.json_output = true;
     } else if (arg == "--quiet" || arg == "-q") {
       options.quiet = true;
-    } else if (arg == "--fixed" || arg == "--python" || arg == "--device" || arg == "--backend" || arg == "--repeats" ||
+    } else if (arg == "--fixed" || arg == "--fixed-module" || arg == "--python" || arg == "--device" || arg == "--backend" || arg == "--repeats" ||
                arg == "--timeout" || arg == "--mode" || arg == "--report") {
       auto v = value();
       if (!v) return std::nullopt;
       if (arg == "--fixed") {
         options.fixed = *v;
+      } else if (arg == "--fixed-module") {
+        options.fixed_module = *v;
       } else if (arg == "--python") {
         options.python = *v;
       } else if (arg == "--device") {
@@ -258,26 +264,46 @@ int run_validate_command(const std::vector<std::string>& args) {
   if (!target) return fail(&options, "bad_target", error, kExitEnvironment);
   const auto& [target_file, factory] = *target;
 
+  if (!options.fixed_module.empty() && options.fixed == "none") {
+    return fail(&options, "bad_params", "--fixed-module needs a fixed source (a file or auto)", kExitEnvironment);
+  }
+  std::error_code ec;
+  const std::string python = discover_python(options.python, target_file, fs::current_path(ec));
+  ValidatorClient client;
+  json info;
+  try {
+    info = client.start(python);
+  } catch (const ValidatorError& e) {
+    return fail(&options, e.kind(), e.what(), kExitEnvironment);
+  }
+
   // The fixed arm's source.
   std::optional<TempDir> temp;
   std::string fixed_mode = options.fixed;
   json fixed_source = nullptr;
   int fixes_applied = 0;
-  std::error_code ec;
   if (options.fixed == "none") {
     fixed_mode = "none";
   } else if (options.fixed == "auto") {
-    auto text = read_file(target_file);
-    if (!text) return fail(&options, "bad_target", "cannot read " + target_file.string(), kExitEnvironment);
+    fs::path to_fix = target_file;
+    if (!options.fixed_module.empty()) {
+      try {
+        to_fix = client.locate(options.fixed_module, target_file.string() + "::" + factory);
+      } catch (const ValidatorError& e) {
+        return fail(&options, e.kind(), e.what(), kExitEnvironment);
+      }
+    }
+    auto text = read_file(to_fix);
+    if (!text) return fail(&options, "bad_target", "cannot read " + to_fix.string(), kExitEnvironment);
     Config config;
-    if (auto pyproject = find_pyproject(target_file)) {
+    if (auto pyproject = find_pyproject(to_fix)) {
       try {
         config = load_pyproject(*pyproject);
       } catch (const ConfigError& e) {
         return fail(&options, "config", e.what(), kExitEnvironment);
       }
     }
-    const FixAllResult fixed = fix_all(target_file.string(), *text, config, FixOptions{});
+    const FixAllResult fixed = fix_all(to_fix.string(), *text, config, FixOptions{});
     fixes_applied = fixed.applied;
     fs::path folder;
     if (options.report_dir) {
@@ -288,7 +314,7 @@ int run_validate_command(const std::vector<std::string>& args) {
       folder = temp->path();
     }
     if (folder.empty() || ec) return fail(&options, "io", "cannot create a folder for the fixed source", kExitEnvironment);
-    const fs::path fixed_path = fs::absolute(folder / target_file.filename(), ec);
+    const fs::path fixed_path = fs::absolute(folder / to_fix.filename(), ec);
     {
       std::ofstream out(fixed_path, std::ios::binary | std::ios::trunc);
       out << fixed.text;
@@ -297,7 +323,7 @@ int run_validate_command(const std::vector<std::string>& args) {
     fixed_source = fixed_path.string();
     if (!options.quiet && !options.json_output) {
       std::cerr << "graphmend validate: " << fixes_applied << " safe fix" << (fixes_applied == 1 ? "" : "es")
-                << " applied to " << target_file.filename().string() << " (" << fixed.remaining.size()
+                << " applied to " << to_fix.filename().string() << " (" << fixed.remaining.size()
                 << " finding" << (fixed.remaining.size() == 1 ? "" : "s") << " left)\n";
     }
   } else {
@@ -308,18 +334,11 @@ int run_validate_command(const std::vector<std::string>& args) {
     fixed_source = fs::absolute(options.fixed, ec).lexically_normal().string();
   }
 
-  const std::string python = discover_python(options.python, target_file, fs::current_path(ec));
-  ValidatorClient client;
-  json info;
-  try {
-    info = client.start(python);
-  } catch (const ValidatorError& e) {
-    return fail(&options, e.kind(), e.what(), kExitEnvironment);
-  }
 
   json params = {
       {"target", target_file.string() + "::" + factory},
       {"fixed_source", fixed_source},
+      {"fixed_module", options.fixed_module.empty() ? json(nullptr) : json(options.fixed_module)},
       {"device", options.device},
       {"backend", options.backend},
       {"repeats", options.repeats},

@@ -329,6 +329,20 @@ json ValidatorClient::validate(const json& params, const ProgressCallback& on_pr
   return wait_response(id, on_progress, cancel, until, true);
 }
 
+std::string ValidatorClient::locate(const std::string& module, const std::string& target) {
+  std::lock_guard lock(request_mutex_);
+  if (!running()) throw ValidatorError("internal", "validator not started");
+  const json id = next_id_++;
+  json params = {{"module", module}};
+  if (!target.empty()) params["target"] = target;
+  send(protocol::make_request(id, "locate", params));
+  const json result = wait_response(id, {}, {}, Clock::now() + std::chrono::seconds(300), false);
+  if (!result.is_object() || !result.contains("file") || !result["file"].is_string()) {
+    throw ValidatorError("protocol", "locate answered without a file");
+  }
+  return result["file"].get<std::string>();
+}
+
 void ValidatorClient::kill_now() { reap(); }
 
 void ValidatorClient::reap() {

@@ -85,6 +85,10 @@ class ValidatorClient {
   json validate(const json& params, const ProgressCallback& on_progress = {}, std::stop_token cancel = {},
                 std::optional<std::chrono::seconds> deadline = std::nullopt);
 
+  // Where the user's interpreter imports `module` from (with the target's package root on sys.path
+  // when `target` is given): an absolute .py path. Throws ValidatorError("bad_module") when it has none.
+  std::string locate(const std::string& module, const std::string& target = {});
+
   // shutdown + exit, then waits briefly and kills the process group if it lingers. Idempotent.
   void stop();
 
