@@ -71,6 +71,17 @@ def test_package_target_relative_imports_and_kwargs():
     assert out["outputs_match"] is True
 
 
+def test_fixed_module_replaces_library_code():
+    rc, out, done = run_json(f"{TARGETS / 'libuse.py'}::make", "--fixed", TARGETS / "helperlib_fixed.py",
+                             "--fixed-module", "helperlib", "--backend", "eager", "--repeats", "1")
+    assert rc == 0, done.stderr
+    assert out["fixed_module"] == "helperlib"
+    assert [(Path(b["file"]).name, b["line"], b["function"]) for b in out["original"]["breaks"]] == [
+        ("helperlib.py", 6, "noisy_gate")]
+    assert out["fixed"]["graph_break_count"] == 0 and out["fixed"]["fullgraph"] is True
+    assert out["outputs_match"] is True
+
+
 def test_fix_that_changes_outputs_is_caught():
     rc, out, done = run_json(f"{BRANCHY}::make_low", "--fixed", TARGETS / "branchy_wrong.py",
                              "--backend", "eager", "--repeats", "1")

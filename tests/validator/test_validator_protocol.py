@@ -45,6 +45,53 @@ def test_encode_message_counts_bytes_and_drops_non_finite_numbers():
     assert json.loads(body) == {"s": "é", "x": None}
 
 
+def test_outputs_compare_structurally_including_plain_objects():
+    import torch
+    from graphmend_validator import arm
+
+    class Cache:
+        def __init__(self, k):
+            self.layers = [{"k": k}]
+            self.seen = 3
+
+    a = arm.normalise({"logits": torch.ones(2), "cache": Cache(torch.zeros(3)), "n": 1.0})
+    b = arm.normalise({"logits": torch.ones(2), "cache": Cache(torch.zeros(3)), "n": 1.0})
+    assert arm.compare(a, b, 1e-5, 1e-6) == (True, 0.0, None)
+    c = arm.normalise({"logits": torch.ones(2), "cache": Cache(torch.tensor([0.0, 0.5, 0.0])), "n": 1.0})
+    ok, diff, where = arm.compare(a, c, 1e-5, 1e-6)
+    assert not ok and diff == 0.5 and "cache" in where and "layers" in where
+    assert not arm.compare(a["logits"], torch.ones(3), 1e-5, 1e-6)[0]
+    assert not arm.compare(torch.ones(2), torch.ones(2, dtype=torch.float64), 1e-5, 1e-6)[0]
+    nan = torch.tensor([float("nan"), 1.0])
+    assert arm.compare(nan, nan.clone(), 1e-5, 1e-6)[0]
+    assert arm.compare(torch.tensor([1, 2]), torch.tensor([1, 3]), 1e-5, 1e-6)[:2] == (False, 1.0)
+
+
+def test_break_log_parsing_picks_the_user_frame():
+    from graphmend_validator.arm import BreakRecorder
+
+    rec = BreakRecorder("/site/torch/")
+    message = (
+        "Graph break in user code at /site/torch/nn/functional.py:100\n"
+        "Graph Break Reason: Encountered graph break when attempting to trace CALL: a function call:\n\n"
+        "Data-dependent branching\n  Explanation: Detected data-dependent branching.\n"
+        "  For more details, visit: https://x/gb/gb0170.html\n"
+        "User code traceback:\n"
+        '  File "/proj/model.py", line 12, in torch_dynamo_resume_in_forward_at_9\n    y = f(x)\n'
+        '  File "/site/torch/nn/functional.py", line 100, in f\n    if x:\n')
+    brk = rec.parse(message)
+    assert (brk["file"], brk["line"], brk["function"]) == ("/proj/model.py", 12, "forward")
+    assert brk["type"] == "Data-dependent branching" and brk["registry_id"] == "GB0170"
+    assert brk["explanation"] == "Detected data-dependent branching."
+
+
+def test_locate_finds_a_module_from_the_targets_root(client):
+    reply = client.request(50, "locate", {"module": "helperlib", "target": f"{TARGETS / 'libuse.py'}::make"})
+    assert reply["result"]["file"] == str(TARGETS / "helperlib.py")
+    reply = client.request(51, "locate", {"module": "no_such_module_here"})
+    assert reply["error"]["code"] == -32602 and reply["error"]["data"]["kind"] == "bad_module"
+
+
 # -- the process ---------------------------------------------------------------------------------
 
 
