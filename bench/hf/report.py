@@ -75,6 +75,8 @@ def totals(results: dict) -> dict:
                           "true": tp, "false": fp,
                           "precision": round(100.0 * tp / (tp + fp), 1) if tp + fp else None,
                           "unverified": sum(d["unverified"] for d in det),
+                          "sites_found_models": sum(d.get("sites_found_models", 0) for d in det),
+                          "sites_missed_models": sum(d.get("sites_missed_models", 0) for d in det),
                           "findings": sum(d["findings"] for d in det)}
     timed = [m["timing"] for m in ok if m.get("timing") and "cold_x" in m["timing"]]
     if timed:
@@ -140,6 +142,19 @@ def _short(kind: str) -> str:
             }.get(kind, kind[:40])
 
 
+def _reuse_note(models) -> str:
+    n = sum(1 for m in models if m.get("census_reused"))
+    if not n:
+        return ""
+    t = sum(m.get("census_elapsed_s") or 0 for m in models if m.get("census_reused"))
+    return (f" (the original arm of {n} models was reused from an earlier run's work dir, `--work`: it does "
+            f"not depend on graphmend; those censuses took {t:.0f} s of worker time)")
+
+
+def _pct(a, b) -> str:
+    return f"{100.0 * a / b:.1f}%" if b else "-"
+
+
 def _modes(m, arm) -> str:
     ev = m[arm]["events"]
     return f"{ev.get('eval', 0)}/{ev.get('train', 0)}"
@@ -160,7 +175,7 @@ def markdown(results: dict, chart_path: str | None) -> str:
     A(f"Measured {meta.get('date')} on {mach.get('cpu')} ({mach.get('cores')} cores, {mach.get('mem_gb')} GB), "
       f"CPU only, torch {meta.get('torch')}, transformers {meta.get('transformers')}, Python {mach.get('python')}; "
       f"graphmend: `{meta.get('graphmend_version') or meta.get('graphmend_bin') or 'not run (census only)'}`. "
-      f"Run time {meta.get('duration_s')} s. Regenerate: `.venv/bin/python bench/hf/run.py` "
+      f"Run time {meta.get('duration_s')} s{_reuse_note(models)}. Regenerate: `.venv/bin/python bench/hf/run.py` "
       f"(`--models a,b` or `--quick` for a subset); data: `bench/results/hf.json`.")
     A("")
     A("How it is measured. Each model is built from a tiny random config (`bench/hf/recipes.py`: dimensions "
@@ -214,7 +229,10 @@ def markdown(results: dict, chart_path: str | None) -> str:
         A("")
         A(f"- **recall {d['recall']}%**: {d['sites_found']} of {d['sites_found'] + d['sites_missed']} real break "
           f"sites have a finding on the site's statement or on a transformers frame of its stack (the call site "
-          f"of a helper that breaks counts).")
+          f"of a helper that breaks counts). On the models' own files (`models/*/modeling_*.py`, leaving out "
+          f"shared helpers in `utils/` and `modeling_utils.py`): "
+          f"{_pct(d['sites_found_models'], d['sites_found_models'] + d['sites_missed_models'])}, "
+          f"{d['sites_found_models']} of {d['sites_found_models'] + d['sites_missed_models']}.")
         A(f"- **precision {d['precision']}%**: {d['true']} true, {d['false']} false among findings on statements "
           f"Dynamo actually traced in this run (a finding there either is a real break site or is refuted). "
           f"{d['unverified']} findings lie in code Dynamo never traced for these inputs (other branches, other "
@@ -315,6 +333,20 @@ def markdown(results: dict, chart_path: str | None) -> str:
                 A(f"  - {name}: `{s['file']}` {s['function']}: `{st}`: {why}")
             if len(items) > 25:
                 A(f"  - ... {len(items) - 25} more in bench/results/hf.json")
+        A("")
+    fps = [(m["name"], f) for m in ok for f in (m.get("detection") or {}).get("false_findings", [])]
+    if fps:
+        A("### Findings Dynamo refuted (precision misses)")
+        A("")
+        A("Findings on statements Dynamo traced in this run without breaking there:")
+        A("")
+        seen = set()
+        for name, f in fps:
+            key = (f["file"], f["row"])
+            if key in seen:  # a shared file is checked once per model that uses it
+                continue
+            seen.add(key)
+            A(f"- {name}: {f['code']} `{f['file']}:{f['row']}`: {f['message'][:110]}")
         A("")
     # cross-check
     A("### Cross-check of the counts")

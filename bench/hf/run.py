@@ -201,10 +201,12 @@ def process_model(name: str, args, root: str, work: str, binary: str | None) -> 
         if before.get("status") != "ok" or "modes" not in before:
             before = None
         else:
+            entry["census_reused"] = True
             log(f"{name}: reusing the original arm from {before_path}")
     if before is None:
         before = run_worker("census", name, before_path, timeout=args.timeout, ref_dir=ref)
     entry["census_wall_s"] = before.get("wall_s")
+    entry["census_elapsed_s"] = before.get("elapsed_s")
     if before.get("status") != "ok":
         entry["status"] = "skipped"
         entry["skip_reason"] = (before.get("error") or before.get("status", "?")).strip().splitlines()[0][:300]
@@ -239,6 +241,8 @@ def process_model(name: str, args, root: str, work: str, binary: str | None) -> 
                             for f in fs]
         entry["detection"] = {
             "findings": len(findings), "sites_found": len(sc["found"]), "sites_missed": len(sc["missed"]),
+            "sites_found_models": sum(1 for x in sc["found"] if x["file"].startswith("models/")),
+            "sites_missed_models": sum(1 for x in sc["missed"] if x["file"].startswith("models/")),
             "true": len(sc["true_findings"]), "false": len(sc["false_findings"]),
             "unverified": len(sc["unverified_findings"]),
             "missed": [{k: s[k] for k in ("kind", "file", "function", "line", "stmt")} for s in sc["missed"]],
