@@ -198,6 +198,7 @@ void write_unified_diff(std::ostream& out, const std::string& path, const std::s
 struct Outcome {
   FileReport report;
   std::string error;      // read/config error for this file
+  bool config_error = false;
   std::string diff;       // --diff output
   bool changed = false;
 };
@@ -217,6 +218,7 @@ Outcome check_one(const fs::path& path, const std::optional<std::string>& stdin_
     config = configs.for_file(path);
   } catch (const ConfigError& e) {
     out.error = e.what();
+    out.config_error = true;
     return out;
   }
   Document document(path.string(), source.text);
@@ -315,7 +317,7 @@ int run_check(const std::vector<std::string>& args) {
   for (auto& out : outcomes) {
     if (!out.error.empty()) {
       errors.push_back(out.error);
-      if (out.error.find("internal error") != std::string::npos) internal_error = true;
+      if (out.config_error || out.error.find("internal error") != std::string::npos) internal_error = true;
       continue;
     }
     if (o.diff && out.changed) {

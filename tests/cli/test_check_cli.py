@@ -1,0 +1,227 @@
+"""`graphmend check` end to end: output formats, configuration, exit codes, bad input, safe writes."""
+import json
+import os
+import pathlib
+import stat
+import subprocess
+import sys
+
+import jsonschema
+import pytest
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+BIN = os.environ.get("GRAPHMEND_BIN", str(ROOT / "build" / "graphmend"))
+
+BREAKING = """import torch
+from torch import nn
+
+
+class Net(nn.Module):
+    def forward(self, x):
+        y = x * 2
+        if y.sum() > 0:
+            y = y + 1
+        print("done")
+        return y
+"""
+
+
+def run(*args, stdin=None, cwd=None, timeout=120):
+    return subprocess.run([BIN, *map(str, args)], input=stdin, capture_output=True, cwd=cwd, timeout=timeout)
+
+
+def write(path, text, **kw):
+    path.write_bytes(text.encode("utf-8") if isinstance(text, str) else text)
+    return path
+
+
+def findings(path, *extra):
+    proc = run("check", "--output-format", "json", "--exit-zero", *extra, path)
+    assert proc.returncode == 0, proc.stderr.decode()
+    return json.loads(proc.stdout)
+
+
+def test_exit_codes(tmp_path):
+    bad = write(tmp_path / "bad.py", BREAKING)
+    clean = write(tmp_path / "clean.py", "import torch\n\ndef f(x):\n    return x + 1\n")
+    assert run("check", bad).returncode == 1
+    assert run("check", "--exit-zero", bad).returncode == 0
+    proc = run("check", clean)
+    assert proc.returncode == 0 and b"All checks passed!" in proc.stdout
+    assert run("check", "--no-such-flag", clean).returncode == 2
+    assert run("check", "--select", "XX9", clean).returncode == 2
+    assert run("check", "--output-format", "yaml", clean).returncode == 2
+
+
+def test_json_is_ruffs_shape_with_character_columns(tmp_path):
+    # Non-ASCII before the finding: columns count characters, not bytes.
+    src = BREAKING.replace('y = x * 2', 'y = x * 2  # é😀').replace('        print("done")', '        s = "é😀"; print(s)')
+    path = write(tmp_path / "m.py", src)
+    result = findings(path)
+    codes = sorted((f["location"]["row"], f["code"]) for f in result)
+    assert codes == [(8, "GM101"), (10, "GM201")]
+    f = next(f for f in result if f["code"] == "GM201")
+    assert f["location"] == {"row": 10, "column": 19}  # after 8 spaces and `s = "é😀"; `: 18 characters
+    assert set(f) >= {"code", "message", "filename", "location", "end_location", "fix", "url", "noqa_row", "cell"}
+    assert f["filename"] == str(path.resolve())
+    assert f["noqa_row"] == 10
+    # `s` is a Python string variable the in-graph print cannot take: no fix, and the reason says so.
+    assert f["fix"] is None and "`s`" in f["graphmend"]["no_fix_reason"]
+    assert f["graphmend"]["dynamo_registry_id"] == "GB0059"
+    g = next(f for f in result if f["code"] == "GM101")
+    assert g["fix"]["applicability"] == "safe"
+    assert g["fix"]["edits"][0]["content"] == "y = torch.where(y.sum() > 0, y + 1, y)"
+
+
+def test_sarif_validates_against_the_schema(tmp_path):
+    schema_path = ROOT / ".cache" / "sarif-schema-2.1.0.json"
+    assert schema_path.exists(), "scripts/setup.sh fetches the SARIF schema"
+    path = write(tmp_path / "m.py", BREAKING)
+    proc = run("check", "--output-format", "sarif", "--exit-zero", path)
+    sarif = json.loads(proc.stdout)
+    schema = json.loads(schema_path.read_text(encoding="utf-8"))
+    jsonschema.validate(sarif, schema)
+    results = sarif["runs"][0]["results"]
+    assert {r["ruleId"] for r in results} == {"GM101", "GM201"}
+    assert results[0]["locations"][0]["physicalLocation"]["region"]["startLine"] == 8
+
+
+def test_github_and_concise_formats(tmp_path):
+    path = write(tmp_path / "m.py", BREAKING)
+    gh = run("check", "--output-format", "github", path).stdout.decode().splitlines()
+    assert gh[0].startswith("::error title=graphmend (GM101),file=") and ",line=8,col=12," in gh[0]
+    concise = run("check", "--output-format", "concise", path).stdout.decode()
+    assert f"{path}:8:12: GM101 [*]" in concise
+
+
+def test_select_ignore_and_statistics(tmp_path):
+    path = write(tmp_path / "m.py", BREAKING)
+    assert [f["code"] for f in findings(path, "--select", "GM2")] == ["GM201"]
+    assert [f["code"] for f in findings(path, "--ignore", "GM201")] == ["GM101"]
+    stats = json.loads(run("check", "--statistics", "--output-format", "json", path).stdout)
+    assert {s["code"]: s["count"] for s in stats} == {"GM101": 1, "GM201": 1}
+
+
+def test_pyproject_configuration(tmp_path):
+    write(tmp_path / "pyproject.toml", '[tool.graphmend]\nignore = ["GM101"]\nper-file-ignores = { "skip_*.py" = ["GM2"] }\n')
+    (tmp_path / "pkg").mkdir()
+    a = write(tmp_path / "pkg" / "model.py", BREAKING)
+    b = write(tmp_path / "pkg" / "skip_me.py", BREAKING)
+    assert [f["code"] for f in findings(a)] == ["GM201"]
+    assert findings(b) == []
+    write(tmp_path / "pyproject.toml", '[tool.graphmend]\nselect = "GM1"\n')
+    proc = run("check", a)
+    assert proc.returncode == 2 and b"pyproject.toml:2:" in proc.stderr and b"list of strings" in proc.stderr
+    write(tmp_path / "pyproject.toml", '[tool.graphmend\nselect = []\n')
+    proc = run("check", a)
+    assert proc.returncode == 2 and b"pyproject.toml:1:" in proc.stderr
+
+
+def test_noqa(tmp_path):
+    src = BREAKING.replace('print("done")', 'print("done")  # noqa: GM201')
+    assert [f["code"] for f in findings(write(tmp_path / "a.py", src))] == ["GM101"]
+    src = BREAKING.replace('print("done")', 'print("done")  # noqa')
+    assert [f["code"] for f in findings(write(tmp_path / "b.py", src))] == ["GM101"]
+    assert findings(write(tmp_path / "c.py", "# graphmend: noqa\n" + BREAKING)) == []
+
+
+def test_syntax_error_keeps_findings_outside_the_broken_region(tmp_path):
+    src = BREAKING + "\n\ndef broken(:\n    pass\n"
+    path = write(tmp_path / "m.py", src)
+    result = findings(path)
+    assert [(f["code"], f["location"]["row"]) for f in result if f["code"]] == [("GM101", 8), ("GM201", 10)]
+    errors = [f for f in result if f["code"] is None]
+    assert errors and errors[0]["message"].startswith("SyntaxError") and errors[0]["location"]["row"] == 14
+    # --fix never touches a file it could not fully read.
+    before = path.read_bytes()
+    run("check", "--fix", path)
+    assert path.read_bytes() == before
+
+
+def test_bad_bytes_are_reported_with_position_and_others_still_checked(tmp_path):
+    write(tmp_path / "a_latin1.py", b"x = 1\ns = '\xe9'\n")
+    write(tmp_path / "b_nul.py", b"x = 1\x00\n")
+    write(tmp_path / "c_good.py", BREAKING)
+    proc = run("check", "--output-format", "concise", tmp_path)
+    err = proc.stderr.decode()
+    assert "a_latin1.py:2:6: invalid UTF-8 byte 0xE9" in err
+    assert "b_nul.py:1:6: file contains a NUL byte" in err
+    assert "c_good.py:8:12: GM101" in proc.stdout.decode()
+    assert proc.returncode == 1
+
+
+def test_missing_paths_and_symlink_loops(tmp_path):
+    (tmp_path / "pkg").mkdir()
+    write(tmp_path / "pkg" / "m.py", BREAKING)
+    os.symlink(tmp_path, tmp_path / "pkg" / "loop")
+    proc = run("check", "--output-format", "concise", tmp_path, tmp_path / "nope", timeout=60)
+    assert "nope: no such file or directory" in proc.stderr.decode()
+    assert proc.stdout.decode().count("GM101") == 1
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root reads files whatever their mode")
+def test_unreadable_file(tmp_path):
+    path = write(tmp_path / "m.py", BREAKING)
+    path.chmod(0)
+    proc = run("check", path)
+    assert proc.returncode == 1 and b"cannot read file" in proc.stderr
+
+
+def test_large_and_deep_inputs_do_not_crash(tmp_path):
+    body = "".join(f"    y{i} = x * {i}\n" for i in range(5))
+    big = "import torch\nfrom torch import nn\n\nclass Net(nn.Module):\n    def forward(self, x):\n" + body * 140000
+    path = write(tmp_path / "big.py", big + "        \n")
+    assert path.stat().st_size > 10_000_000
+    proc = run("check", "--exit-zero", path, timeout=120)
+    assert proc.returncode == 0
+    deep = "x = " + "(" * 500 + "1" + ")" * 500 + "\n" + "def f(x):\n" + "".join("    " * (i + 1) + "if x:\n" for i in range(100)) + "    " * 101 + "pass\n"
+    proc = run("check", "--exit-zero", write(tmp_path / "deep.py", deep), timeout=60)
+    assert proc.returncode == 0, proc.stderr
+
+
+def test_fix_keeps_crlf_bom_and_mode_and_is_atomic(tmp_path):
+    src = "\ufeff" + BREAKING.replace("\n", "\r\n")
+    path = write(tmp_path / "m.py", src)
+    path.chmod(0o751)
+    proc = run("check", "--fix", path)
+    assert proc.returncode == 0, proc.stdout  # every finding was fixed
+    data = path.read_bytes()
+    assert data.startswith(b"\xef\xbb\xbf")
+    assert b"\r\n" in data and b"\n" not in data.replace(b"\r\n", b"")
+    assert stat.S_IMODE(path.stat().st_mode) == 0o751
+    assert b"torch.where(y.sum() > 0, y + 1, y)" in data
+    assert b"torch._higher_order_ops.print" in data
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["m.py"]  # no temporary files left behind
+    again = path.read_bytes()
+    run("check", "--fix", path)
+    assert path.read_bytes() == again  # idempotent
+
+
+def test_diff_writes_nothing(tmp_path):
+    path = write(tmp_path / "m.py", BREAKING)
+    proc = run("check", "--diff", path)
+    assert proc.returncode == 1
+    out = proc.stdout.decode()
+    assert out.startswith(f"--- {path}\n+++ {path}\n@@")
+    assert "+            y = torch.where" not in out and "+        y = torch.where(y.sum() > 0, y + 1, y)" in out
+    assert path.read_text() == BREAKING
+    clean = write(tmp_path / "c.py", "x = 1\n")
+    assert run("check", "--diff", clean).returncode == 0
+
+
+def test_stdin(tmp_path):
+    proc = run("check", "-", "--stdin-filename", "model.py", "--output-format", "concise", stdin=BREAKING.encode())
+    assert b"model.py:8:12: GM101" in proc.stdout
+    proc = run("check", "-", "--fix", "--stdin-filename", "model.py", stdin=BREAKING.encode())
+    assert b"torch.where(y.sum() > 0, y + 1, y)" in proc.stdout
+
+
+def test_rule_pages_match_the_metadata(tmp_path):
+    proc = run("rule", "--write-docs", tmp_path)
+    assert proc.returncode == 0
+    committed = ROOT / "docs" / "rules"
+    for page in tmp_path.iterdir():
+        assert (committed / page.name).read_text() == page.read_text(), f"docs/rules/{page.name} is stale: run make docs"
+    text = run("rule", "GM101").stdout.decode()
+    assert text.startswith("# GM101 tensor-if") and "GB0170" in text and "Data-dependent branching" in text
+    assert run("rule", "GM999").returncode == 2
