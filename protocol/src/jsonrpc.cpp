@@ -77,7 +77,8 @@ Message classify_message(json value) {
   } else {
     ResponseError response_error;
     if (error->is_object()) {
-      if (const auto code = error->find("code"); code != error->end() && code->is_number_integer()) {
+      const auto code = error->find("code");
+      if (code != error->end() && code->is_number_integer()) {
         response_error.code = code->get<int>();
       }
       if (const auto text = error->find("message"); text != error->end() && text->is_string()) {

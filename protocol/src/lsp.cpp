@@ -32,7 +32,9 @@ json to_json(const Position& position) {
   return {{"line", position.line}, {"character", position.character}};
 }
 
-json to_json(const Range& range) { return {{"start", to_json(range.start)}, {"end", to_json(range.end)}}; }
+json to_json(const Range& range) {
+  return {{"start", to_json(range.start)}, {"end", to_json(range.end)}};
+}
 
 Position position_from_json(const json& value, std::string_view where) {
   if (!value.is_object()) {

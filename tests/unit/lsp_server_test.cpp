@@ -40,7 +40,9 @@ struct Harness {
   }
 
   json response(const json& id) {
-    return wait_for([&](const json& m) { return m.contains("id") && m["id"] == id && !m.contains("method"); });
+    return wait_for([&](const json& m) {
+      return m.contains("id") && m["id"] == id && !m.contains("method");
+    });
   }
 };
 
@@ -57,7 +59,8 @@ TEST_CASE("server: lifecycle, push diagnostics, hover, and exit codes") {
   h.send({{"jsonrpc", "2.0"}, {"id", 1}, {"method", "hover"}, {"params", json::object()}});
   CHECK(h.response(1)["error"]["code"] == -32002);
   h.send({{"jsonrpc", "2.0"}, {"id", 2}, {"method", "initialize"},
-          {"params", {{"capabilities", json::object()}, {"initializationOptions", {{"debounce", 0}}}}}});
+          {"params",
+           {{"capabilities", json::object()}, {"initializationOptions", {{"debounce", 0}}}}}});
   const json init = h.response(2);
   CHECK(init["result"]["capabilities"]["positionEncoding"] == "utf-16");
   CHECK(init["result"]["serverInfo"]["name"] == "graphmend");
@@ -101,7 +104,10 @@ TEST_CASE("server: end of input without shutdown exits with 1; garbage never sto
 
 TEST_CASE("server: an edit answers pending requests with ContentModified") {
   Harness h;
-  h.send({{"jsonrpc", "2.0"}, {"id", 1}, {"method", "initialize"}, {"params", {{"capabilities", json::object()}}}});
+  h.send({{"jsonrpc", "2.0"},
+          {"id", 1},
+          {"method", "initialize"},
+          {"params", {{"capabilities", json::object()}}}});
   h.response(1);
   h.send({{"jsonrpc", "2.0"}, {"method", "textDocument/didOpen"},
           {"params", {{"textDocument", {{"uri", "file:///t/m.py"}, {"languageId", "python"},

@@ -25,7 +25,8 @@ int error_of(std::string_view body, json* id = nullptr) {
 }  // namespace
 
 TEST_CASE("jsonrpc: requests, notifications and responses are classified") {
-  auto request = protocol::parse_message(R"({"jsonrpc":"2.0","id":"a","method":"m","params":{"x":1}})");
+  auto request =
+      protocol::parse_message(R"({"jsonrpc":"2.0","id":"a","method":"m","params":{"x":1}})");
   CHECK(request.kind == MessageKind::Request);
   CHECK(request.id == "a");
   CHECK(request.method == "m");

@@ -110,10 +110,9 @@ json to_diagnostic(const Finding& finding, const LineIndex& lines, PositionEncod
   if (!finding.related.empty()) {
     json related = json::array();
     for (const RelatedLocation& location : finding.related) {
-      related.push_back(
-          {{"location",
-            {{"uri", uri}, {"range", protocol::to_json(to_lsp_range(lines, location.range, encoding))}}},
-           {"message", location.message}});
+      const protocol::Range range = to_lsp_range(lines, location.range, encoding);
+      related.push_back({{"location", {{"uri", uri}, {"range", protocol::to_json(range)}}},
+                         {"message", location.message}});
     }
     diagnostic["relatedInformation"] = std::move(related);
   }
@@ -209,13 +208,16 @@ std::string hover_markdown(const Finding& finding, std::string_view text, const 
             location.message + "\n";
     }
   }
-  if (rule != nullptr) md += "\n[" + std::string(rule->code) + " documentation](" + rule_url(*rule) + ")\n";
+  if (rule != nullptr) {
+    md += "\n[" + std::string(rule->code) + " documentation](" + rule_url(*rule) + ")\n";
+  }
   return md;
 }
 
 TextEdit noqa_edit(const Finding& finding, std::string_view text, const LineIndex& lines) {
   const std::string code = finding.rule != nullptr ? std::string(finding.rule->code) : "GM";
-  const uint32_t line = lines.line_of(std::min(finding.range.start, static_cast<uint32_t>(text.size())));
+  const uint32_t line =
+      lines.line_of(std::min(finding.range.start, static_cast<uint32_t>(text.size())));
   const uint32_t start = lines.line_start(line);
   const uint32_t end = lines.line_end(line);
   const std::string_view content = text.substr(start, end - start);

@@ -76,7 +76,8 @@ class StdioTransport {
       if (error) {
         if (error != asio::error::eof) spdlog::warn("reading stdin: {}", error.message());
         if (decoder_.pending_bytes() > 0) {
-          spdlog::warn("input ended inside a message ({} bytes discarded)", decoder_.pending_bytes());
+          spdlog::warn("input ended inside a message ({} bytes discarded)",
+                       decoder_.pending_bytes());
         }
         server_.on_input_closed();
         return;

@@ -298,8 +298,12 @@ struct Server::Impl {
       if (method == "textDocument/didChange") return did_change(message.params);
       if (method == "textDocument/didSave") return did_save(message.params);
       if (method == "textDocument/didClose") return did_close(message.params);
-      if (method == "workspace/didChangeConfiguration") return did_change_configuration(message.params);
-      if (method == "workspace/didChangeWatchedFiles") return did_change_watched_files(message.params);
+      if (method == "workspace/didChangeConfiguration") {
+        return did_change_configuration(message.params);
+      }
+      if (method == "workspace/didChangeWatchedFiles") {
+        return did_change_watched_files(message.params);
+      }
       if (method.rfind("$/", 0) != 0) spdlog::debug("ignoring unknown notification {}", method);
     } catch (const ProtocolError& error) {
       log_message(protocol::message_type::kWarning,
@@ -355,7 +359,8 @@ struct Server::Impl {
       return reply_error(id, errc::kInvalidRequest, "initialize may only be sent once");
     }
     if (!params.is_object()) throw ProtocolError(errc::kInvalidParams, "params must be an object");
-    if (const json* caps = protocol::optional_member(params, "/capabilities", json::value_t::object)) {
+    if (const json* caps =
+            protocol::optional_member(params, "/capabilities", json::value_t::object)) {
       client_capabilities = *caps;
     }
     const json& caps = client_capabilities;
@@ -364,7 +369,8 @@ struct Server::Impl {
     resolve_edits = false;
     if (const json* properties = protocol::optional_member(
             caps, "/textDocument/codeAction/resolveSupport/properties", json::value_t::array)) {
-      resolve_edits = std::find(properties->begin(), properties->end(), "edit") != properties->end();
+      resolve_edits =
+          std::find(properties->begin(), properties->end(), "edit") != properties->end();
     }
     document_changes = flag(caps, "/workspace/workspaceEdit/documentChanges");
     configuration_pull = flag(caps, "/workspace/configuration");
@@ -376,8 +382,8 @@ struct Server::Impl {
                                                         json::value_t::object)) {
       settings = merge_settings(settings, *options, &warnings);
     }
-    const bool client_pulls =
-        protocol::optional_member(caps, "/textDocument/diagnostic", json::value_t::object) != nullptr;
+    const bool client_pulls = protocol::optional_member(caps, "/textDocument/diagnostic",
+                                                        json::value_t::object) != nullptr;
     pull_mode = client_pulls && settings.pull_diagnostics.value_or(true);
     apply_log_level();
     state = State::Running;
@@ -473,7 +479,8 @@ struct Server::Impl {
       if (uri == nullptr) continue;
       const std::string& text = uri->get_ref<const std::string&>();
       constexpr std::string_view kName = "pyproject.toml";
-      if (text.size() >= kName.size() && text.compare(text.size() - kName.size(), kName.size(), kName) == 0) {
+      if (text.size() >= kName.size() &&
+          text.compare(text.size() - kName.size(), kName.size(), kName) == 0) {
         relevant = true;
       }
     }
@@ -586,7 +593,8 @@ struct Server::Impl {
                       " bytes, more than maxFileSize (" + std::to_string(settings.max_file_bytes) +
                       "): not analysed");
     }
-    spdlog::info("opened {} (version {}, {} bytes)", uri, version, document->snapshot->text->size());
+    spdlog::info("opened {} (version {}, {} bytes)", uri, version,
+                 document->snapshot->text->size());
     document->publish_pending = true;
     schedule_analysis(*document);
   }
@@ -863,7 +871,8 @@ struct Server::Impl {
   void document_diagnostic(const json& id, const json& params) {
     const std::string uri = protocol::require_string(params, "/textDocument/uri");
     std::string previous;
-    if (const json* value = protocol::optional_member(params, "/previousResultId", json::value_t::string)) {
+    if (const json* value =
+            protocol::optional_member(params, "/previousResultId", json::value_t::string)) {
       previous = value->get<std::string>();
     }
     OpenDocument* document = find_document(uri);
@@ -887,11 +896,14 @@ struct Server::Impl {
 
   void workspace_diagnostic(const json& id, const json& params) {
     WorkspaceRequest request{id, {}};
-    if (const json* previous = protocol::optional_member(params, "/previousResultIds", json::value_t::array)) {
+    if (const json* previous =
+            protocol::optional_member(params, "/previousResultIds", json::value_t::array)) {
       for (const json& item : *previous) {
         const json* uri = protocol::optional_member(item, "/uri", json::value_t::string);
         const json* value = protocol::optional_member(item, "/value", json::value_t::string);
-        if (uri != nullptr && value != nullptr) request.previous[uri->get<std::string>()] = value->get<std::string>();
+        if (uri != nullptr && value != nullptr) {
+          request.previous[uri->get<std::string>()] = value->get<std::string>();
+        }
       }
     }
     workspace_requests.push_back(std::move(request));
@@ -975,8 +987,9 @@ struct Server::Impl {
 
   json workspace_edit(const std::string& uri, int64_t version, json edits) const {
     if (document_changes) {
-      return {{"documentChanges",
-               {{{"textDocument", {{"uri", uri}, {"version", version}}}, {"edits", std::move(edits)}}}}};
+      json change = {{"textDocument", {{"uri", uri}, {"version", version}}},
+                     {"edits", std::move(edits)}};
+      return {{"documentChanges", json::array({std::move(change)})}};
     }
     return {{"changes", {{uri, std::move(edits)}}}};
   }
@@ -1019,7 +1032,8 @@ struct Server::Impl {
     const protocol::Range range =
         protocol::range_from_json(protocol::require(params, "/range", json::value_t::object));
     std::vector<std::string> only;
-    if (const json* kinds = protocol::optional_member(params, "/context/only", json::value_t::array)) {
+    if (const json* kinds =
+            protocol::optional_member(params, "/context/only", json::value_t::array)) {
       for (const json& kind : *kinds) {
         if (kind.is_string()) only.push_back(kind.get<std::string>());
       }
@@ -1044,7 +1058,8 @@ struct Server::Impl {
     const uint32_t start = lines.to_offset({range.start.line, range.start.character}, encoding);
     const uint32_t end = lines.to_offset({range.end.line, range.end.character}, encoding);
     json actions = json::array();
-    const bool quickfix = protocol::code_action_kind_requested(only, protocol::code_action_kind::kQuickFix);
+    const bool quickfix =
+        protocol::code_action_kind_requested(only, protocol::code_action_kind::kQuickFix);
     bool any_fixable = false;
     for (std::size_t i = 0; i < result.findings.size(); ++i) {
       const Finding& finding = result.findings[i];
@@ -1073,7 +1088,8 @@ struct Server::Impl {
     }
     const bool fix_all_requested =
         settings.fix_all && any_fixable &&
-        protocol::code_action_kind_requested(only, protocol::code_action_kind::kSourceFixAllGraphmend);
+        protocol::code_action_kind_requested(only,
+                                             protocol::code_action_kind::kSourceFixAllGraphmend);
     if (!fix_all_requested) return reply(id, std::move(actions));
     json fix_all_action = {{"title", "graphmend: fix all graph breaks"},
                            {"kind", protocol::code_action_kind::kSourceFixAllGraphmend},
@@ -1094,14 +1110,17 @@ struct Server::Impl {
   }
 
   void resolve_code_action(const json& id, const json& params) {
-    if (!params.is_object()) throw ProtocolError(errc::kInvalidParams, "params must be a CodeAction");
+    if (!params.is_object()) {
+      throw ProtocolError(errc::kInvalidParams, "params must be a CodeAction");
+    }
     const json* type = protocol::optional_member(params, "/data/type", json::value_t::string);
     if (type == nullptr || *type != "fixAll" || params.contains("edit")) return reply(id, params);
     const std::string uri = protocol::require_string(params, "/data/uri");
     const int64_t version = protocol::require_integer(params, "/data/version");
     OpenDocument* document = find_document(uri);
     if (document == nullptr || document->version != version) {
-      return reply_error(id, errc::kContentModified, "the document changed since the action was offered");
+      return reply_error(id, errc::kContentModified,
+                         "the document changed since the action was offered");
     }
     compute_fix_all(*document, [this, id, action = params, uri, version](json edits) mutable {
       if (!is_pending(id)) return;
@@ -1137,8 +1156,11 @@ struct Server::Impl {
   void apply_autofix(const json& id, const json& arguments) {
     const std::string uri = protocol::require_string(arguments, "/0/uri");
     OpenDocument* document = find_document(uri);
-    if (document == nullptr) throw ProtocolError(errc::kInvalidParams, "document is not open: " + uri);
-    if (const json* version = protocol::optional_member(arguments, "/0/version", json::value_t::number_integer)) {
+    if (document == nullptr) {
+      throw ProtocolError(errc::kInvalidParams, "document is not open: " + uri);
+    }
+    if (const json* version = protocol::optional_member(arguments, "/0/version",
+                                                        json::value_t::number_integer)) {
       if (version->get<int64_t>() != document->version) {
         return reply_error(id, errc::kContentModified, "the document changed");
       }
@@ -1154,7 +1176,8 @@ struct Server::Impl {
                    [this, id](const Message& response) {
                      if (response.error) {
                        return reply_error(id, errc::kRequestFailed,
-                                          "the client did not apply the edit: " + response.error->message);
+                                          "the client did not apply the edit: " +
+                                              response.error->message);
                      }
                      reply(id, nullptr);
                    });
