@@ -14,7 +14,7 @@ import pytest
 from lsp_client import LspClient, apply_text_edits
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
-BIN = os.environ.get("GRAPHMEND_BIN", str(ROOT / "build" / "graphmend"))
+BIN = os.path.abspath(os.environ.get("GRAPHMEND_BIN", str(ROOT / "build" / "graphmend")))
 
 MODEL = '''import torch
 from torch import nn

@@ -340,7 +340,10 @@ def main():
     failed = 0
     for path in options.transcripts:
         try:
-            run([options.server, "server"], path, options.verbose)
+            server = options.server
+            if os.sep in server:  # the server runs in a temporary folder
+                server = os.path.abspath(server)
+            run([server, "server"], path, options.verbose)
             print(f"PASS {path}")
         except Failure as failure:
             failed += 1
