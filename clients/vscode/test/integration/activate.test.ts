@@ -87,6 +87,9 @@ describe('activate() with the real server', () => {
   after(async () => {
     if (ext) await ext.deactivate();
     if (workspace) fs.rmSync(workspace, { recursive: true, force: true });
+    // Under the stand-in, vscode-languageclient's workspace-diagnostics poll (a 2 s timer per client)
+    // outlives stop(); end this test file's process once its results are out.
+    setTimeout(() => process.exit(), 1000).unref();
   });
 
   it('starts the server found through graphmend.path and shows its version', () => {
