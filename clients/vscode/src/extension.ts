@@ -19,7 +19,7 @@ import {
 
 import { CLIENT_ID, CLIENT_NAME, DOCUMENT_SELECTOR, OUTPUT_CHANNEL, WATCHED_FILES, serverProcess } from './client';
 import { findServer } from './discovery';
-import { FIX_ALL_KIND, VALIDATE_COMMAND, ServerState, parseTarget, pickFixAll, statusText, validateArgs } from './server';
+import { FIX_ALL_KIND, VALIDATE_COMMAND, ServerState, parseTarget, pickFixAll, statusText, suggestTarget, validateArgs } from './server';
 import {
   CONFIG_SECTION,
   Settings,
@@ -233,7 +233,7 @@ async function validateTarget(context: vscode.ExtensionContext, target?: unknown
   let value = typeof target === 'string' ? target : undefined;
   if (value === undefined) {
     const doc = vscode.window.activeTextEditor?.document;
-    const suggestion = doc?.languageId === 'python' ? `${vscode.workspace.asRelativePath(doc.uri, false)}::` : '';
+    const suggestion = doc?.languageId === 'python' ? suggestTarget(vscode.workspace.asRelativePath(doc.uri, false), doc.getText()) : '';
     value = await vscode.window.showInputBox({
       title: 'graphmend: validate target',
       prompt: 'file.py::factory (a callable returning the model and its example inputs)',
@@ -272,7 +272,7 @@ async function validateTarget(context: vscode.ExtensionContext, target?: unknown
         void vscode.window.showErrorMessage(found.message);
         return;
       }
-      const cwd = workspaceFolderPaths()[0] ?? (parsed.file && path.isAbsolute(parsed.file) ? path.dirname(parsed.file) : undefined);
+      const cwd = workspaceFolderPaths()[0] ?? (path.isAbsolute(parsed.file) ? path.dirname(parsed.file) : undefined);
       const code = await runCli(found.command, validateArgs(value!, s), cwd, token);
       if (code !== 0 && !token.isCancellationRequested) {
         void vscode.window.showWarningMessage(`graphmend validate exited with ${code}; see the output.`, 'Show Logs').then((c2) => {

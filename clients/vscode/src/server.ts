@@ -24,18 +24,32 @@ export function validateArgs(target: string, settings: Settings): string[] {
   return args;
 }
 
-/** A validation target is `file.py` or `file.py::callable` (a factory returning (model, args)). */
-export function parseTarget(target: string): { file: string; callable: string | null } | { error: string } {
+/**
+ * A validation target is `file.py::factory`: a callable in the file that returns the model (or
+ * function) and its example inputs, as `graphmend validate` expects.
+ */
+export function parseTarget(target: string): { file: string; callable: string } | { error: string } {
   const trimmed = target.trim();
   if (trimmed === '') return { error: 'empty target' };
   const sep = trimmed.lastIndexOf('::');
-  const file = sep < 0 ? trimmed : trimmed.slice(0, sep);
-  const callable = sep < 0 ? null : trimmed.slice(sep + 2);
+  if (sep < 0) return { error: 'a target is file.py::factory' };
+  const file = trimmed.slice(0, sep);
+  const callable = trimmed.slice(sep + 2);
   if (!file.endsWith('.py')) return { error: `"${file}" is not a Python file` };
-  if (callable !== null && !/^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$/.test(callable)) {
-    return { error: `"${callable}" is not a Python name` };
+  if (!/^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$/.test(callable)) {
+    return { error: callable === '' ? 'name the factory after ::' : `"${callable}" is not a Python name` };
   }
   return { file, callable };
+}
+
+/** Factory names looked for, in order, when suggesting a target for a file. */
+export const FACTORY_NAMES = ['example', 'make_example', 'make_model', 'build_model', 'factory'];
+
+/** The target the Validate command proposes for a file: its first top-level factory, if any. */
+export function suggestTarget(relativePath: string, text: string): string {
+  const defined = new Set([...text.matchAll(/^def\s+([A-Za-z_][A-Za-z0-9_]*)\s*\(/gm)].map((m) => m[1]));
+  const name = FACTORY_NAMES.find((n) => defined.has(n));
+  return `${relativePath}::${name ?? ''}`;
 }
 
 interface KindedAction {

@@ -10,9 +10,9 @@ import { before, describe, it } from 'node:test';
 
 import type { CodeAction, Command, Diagnostic, DocumentDiagnosticReport } from 'vscode-languageserver-protocol';
 
-import { FIX_ALL_KIND } from '../../src/server';
+import { FIX_ALL_KIND, parseTarget, suggestTarget, validateArgs } from '../../src/server';
 import { Settings } from '../../src/settings';
-import { Session, applyTextEdits, editsFor, readFixture, serverBinary, settingsWith, startSession, withTimeout } from './session';
+import { Session, applyTextEdits, editsFor, fixturePath, readFixture, serverBinary, settingsWith, startSession, withTimeout } from './session';
 
 const FIXTURE = 'model.py';
 const CodeActionTriggerKind = { Invoked: 1, Automatic: 2 };
@@ -307,5 +307,15 @@ describe(`graphmend server (${serverBinary()}) as the VS Code extension drives i
         }
       }
     });
+  });
+
+  it('builds a `graphmend validate` command line the CLI accepts (Validate Target without server support)', () => {
+    const target = suggestTarget(fixturePath(FIXTURE), source);
+    assert.ok(!('error' in parseTarget(target)), target);
+    // A Python that does not exist: the CLI gets past its argument parsing and stops at the interpreter.
+    const args = validateArgs(target, settingsWith({ 'validator.python': '/nonexistent/python' }));
+    const r = spawnSync(serverBinary(), args, { encoding: 'utf8', timeout: 60000 });
+    assert.equal(r.status, 3, r.stderr);
+    assert.match(r.stderr, /cannot run python '\/nonexistent\/python'/);
   });
 });

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 
 import { DOCUMENT_SELECTOR, serverProcess } from '../../src/client';
-import { FIX_ALL_KIND, parseTarget, pickFixAll, serverArgs, statusText, validateArgs } from '../../src/server';
+import { FIX_ALL_KIND, parseTarget, pickFixAll, serverArgs, statusText, suggestTarget, validateArgs } from '../../src/server';
 import { DEFAULT_SETTINGS } from '../../src/settings';
 
 describe('serverArgs', () => {
@@ -41,12 +41,20 @@ describe('validate', () => {
   });
   it('parses targets', () => {
     assert.deepEqual(parseTarget('models/bert.py::make_model'), { file: 'models/bert.py', callable: 'make_model' });
-    assert.deepEqual(parseTarget(' a.py '), { file: 'a.py', callable: null });
+    assert.deepEqual(parseTarget(' a.py::f '), { file: 'a.py', callable: 'f' });
     assert.deepEqual(parseTarget('a.py::pkg.factory'), { file: 'a.py', callable: 'pkg.factory' });
+    assert.deepEqual(parseTarget('C:\\m\\a.py::f'), { file: 'C:\\m\\a.py', callable: 'f' });
     assert.ok('error' in parseTarget(''));
+    assert.ok('error' in parseTarget('a.py'));
     assert.ok('error' in parseTarget('a.txt::f'));
     assert.ok('error' in parseTarget('a.py::1f'));
-    assert.ok('error' in parseTarget('a.py::'));
+    assert.deepEqual(parseTarget('a.py::'), { error: 'name the factory after ::' });
+  });
+  it('suggests the file\'s factory', () => {
+    assert.equal(suggestTarget('m/model.py', 'import torch\n\ndef example():\n    return 1\n'), 'm/model.py::example');
+    assert.equal(suggestTarget('m.py', 'def make_model():\n  pass\ndef example(): pass\n'), 'm.py::example');
+    assert.equal(suggestTarget('m.py', 'class A:\n    def example(self): pass\n'), 'm.py::');
+    assert.equal(suggestTarget('m.py', 'def build_model(dim=4):\n  pass\n'), 'm.py::build_model');
   });
 });
 
