@@ -254,6 +254,24 @@ describe(`graphmend server (${serverBinary()}) as the VS Code extension drives i
     });
   });
 
+  it('graphmend.applyAutofix (the command VS Code gets from the server) applies fix-all through workspace/applyEdit', async () => {
+    await withEditor(settingsWith(), source, async (editor) => {
+      await editor.diagnostics();
+      const commands = editor.session.result.capabilities.executeCommandProvider?.commands ?? [];
+      assert.ok(commands.includes('graphmend.applyAutofix'), `commands: ${commands}`);
+      await withTimeout(
+        editor.session.connection.sendRequest('workspace/executeCommand', {
+          command: 'graphmend.applyAutofix',
+          arguments: [{ uri: editor.uri, version: editor.version }],
+        }),
+        20000,
+        'graphmend.applyAutofix',
+      );
+      assert.equal(editor.session.applied.length, 1);
+      assert.equal(applyTextEdits(editor.text, editsFor(editor.session.applied[0], editor.uri)), expectedFixed);
+    });
+  });
+
   it('offers no fix-all when graphmend.fixAll is false', async () => {
     await withEditor(settingsWith({ fixAll: false }), source, async (editor) => {
       await editor.diagnostics();
