@@ -61,6 +61,7 @@ if not RESULT.attached then error('graphmend did not attach to ' .. vim.api.nvim
 local client = gm.clients(buf)[1]
 RESULT.server_name = client.server_capabilities and client.server_capabilities.codeActionProvider ~= nil
 RESULT.server_version = client.server_info and client.server_info.version or vim.NIL
+RESULT.offset_encoding = client.offset_encoding
 local function graphmend_diagnostics()
   local out = {}
   for _, d in ipairs(vim.diagnostic.get(buf)) do
@@ -88,6 +89,10 @@ def test_fix_on_save(nvim, graphmend, project):
     assert r["filetype"] == "python"
     assert r["attached"] and r["got_diagnostics"], r
     assert r["diagnostics"] == project["findings"]
+    # Neovim 0.10+ offers UTF-8 first and the server takes it; 0.7 speaks UTF-16 only. The example has
+    # non-ASCII text on a fixed line, so a wrong count of columns would show in the written file.
+    want = "utf-8" if nvim_version(nvim) >= (0, 10, 0) else "utf-16"
+    assert r["offset_encoding"] == want
     assert r["modified_after_write"] is False or r["modified_after_write"] == 0
     assert project["file"].read_text() == project["fixed"]
 
