@@ -124,3 +124,27 @@ def test_settings_reach_the_server(nvim, graphmend, project):
         files=[project["file"]], cwd=project["root"])
     assert r["errors"] == [], r["errors"]
     assert r["diagnostics"] == [f for f in project["findings"] if f.startswith(codes[0] + "@")]
+
+
+def test_restart(nvim, graphmend, project):
+    r = run_nvim(nvim, r"""
+      require('graphmend').setup({ path = %s })
+    """ % lua_string(graphmend) + WAIT_FOR_DIAGNOSTICS + r"""
+      RESULT.first_id = client.id
+      vim.cmd('GraphmendRestart')
+      RESULT.reattached = vim.wait(15000, function()
+        local c = gm.clients(buf)[1]
+        return c ~= nil and c.id ~= RESULT.first_id and c.initialized ~= false
+      end, 20)
+      RESULT.old_gone = vim.lsp.get_client_by_id(RESULT.first_id) == nil
+      local again = gm.clients(buf)
+      RESULT.count = #again
+      -- The new server has the buffer: fix-all works through it.
+      RESULT.fix = { gm.fix_all(buf) }
+      RESULT.text = table.concat(vim.api.nvim_buf_get_lines(buf, 0, -1, false), '\n') .. '\n'
+    """, files=[project["file"]], cwd=project["root"])
+    assert r["errors"] == [], r["errors"]
+    assert r["reattached"] and r["old_gone"], r
+    assert r["count"] == 1
+    assert r["fix"][0] is True, r["fix"]
+    assert r["text"] == project["fixed"]
