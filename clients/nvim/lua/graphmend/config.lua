@@ -120,7 +120,7 @@ end
 
 -- Upward search for a root marker from `path` (a file or folder); the folder itself when none.
 function M.find_root(path, markers)
-  local uv = vim.loop
+  local uv = vim.uv or vim.loop
   local dir = path
   local stat = uv.fs_stat(dir)
   if not stat or stat.type ~= 'directory' then dir = vim.fn.fnamemodify(path, ':p:h') end
