@@ -181,7 +181,15 @@ int run_server(const std::vector<std::string>& args) {
     StdioTransport transport(io, server, max_message_bytes);
     spdlog::info("graphmend {} language server started (pid {})", GRAPHMEND_VERSION, ::getpid());
     transport.start();
-    io.run();
+    // A handler that throws must not take the server down: log it and keep serving.
+    for (;;) {
+      try {
+        io.run();
+        break;
+      } catch (const std::exception& error) {
+        spdlog::error("internal error (recovered): {}", error.what());
+      }
+    }
     code = server.exit_code().value_or(1);
   }
   spdlog::default_logger()->flush();
