@@ -64,6 +64,8 @@ def totals(results: dict) -> dict:
                 not v.get("equal") for v in (m.get("outputs") or {}).values())),
             "outputs_missing": sorted(m["name"] for m in fixed_arm if not m.get("outputs")),
         })
+    t["fixed_arm_errors"] = sorted(m["name"] for m in ok if m.get("after_error") or
+                                   (m.get("fix") or {}).get("status") == "error")
     det = [m["detection"] for m in ok if "detection" in m and "error" not in m["detection"]]
     if det:
         found = sum(d["sites_found"] for d in det)
@@ -212,6 +214,9 @@ def markdown(results: dict, chart_path: str | None) -> str:
           f"of {t['fixed_arm_models']} |")
         A(f"| changed eager outputs | - | {len(t['outputs_changed'])}"
           f"{' (' + ', '.join(t['outputs_changed']) + ')' if t['outputs_changed'] else ''} |")
+    if t.get("fixed_arm_errors"):
+        A(f"| fixed arm failed (fix or import/run error) | - | {len(t['fixed_arm_errors'])}: "
+          f"{', '.join(t['fixed_arm_errors'])} |")
     else:
         A("| fixed | 107 (73%) | not run (graphmend binary not available) |")
     if t.get("timing"):

@@ -51,17 +51,20 @@ def canned():
     t5 = {"name": "t5", "paper": True, "category": "seq2seq", "status": "ok", "before": _arm([], (True, True)),
           "after": None}
     broken = {"name": "florence2", "paper": True, "status": "skipped", "skip_reason": "ValueError: bad config"}
+    bad_fix = {"name": "marian", "paper": True, "status": "ok", "before": _arm([a]), "after": None,
+               "after_error": "SyntaxError: invalid syntax", "fix": {"status": "ok", "files_changed": {"x.py": {}}}}
     return {"meta": {"date": "2026-01-01 00:00 UTC", "machine": {"cpu": "Test CPU", "cores": 2, "mem_gb": 8,
                                                                    "python": "3.11"},
                      "torch": "2.13.0", "transformers": "5.17.0", "graphmend_version": "graphmend 0.1.0",
                      "duration_s": 12.0},
-            "models": [bart, whisper, t5, broken]}
+            "models": [bart, whisper, t5, broken, bad_fix]}
 
 
 def test_totals_from_canned_results():
     t = report.totals(canned())
-    assert t["models_ok"] == 3 and t["models_skipped"] == 1 and t["models_with_breaks"] == 2
-    assert t["sites_before"] == 3
+    assert t["models_ok"] == 4 and t["models_skipped"] == 1 and t["models_with_breaks"] == 3
+    assert t["sites_before"] == 4
+    assert t["fixed_arm_errors"] == ["marian"]
     assert t["fixed_arm_models"] == 2  # t5 has no fixed arm
     assert t["sites_fixed"] == 2 and t["sites_left"] == 1 and t["sites_new"] == 0
     assert t["fixed_pct"] == round(100 * 2 / 3, 1)
@@ -70,7 +73,7 @@ def test_totals_from_canned_results():
     d = t["detection"]
     assert d["recall"] == round(100 * 2 / 3, 1) and d["precision"] == round(100 * 2 / 3, 1)
     assert d["unverified"] == 5
-    assert t["kinds_before"]["Data-dependent branching"]["sites"] == 2
+    assert t["kinds_before"]["Data-dependent branching"]["sites"] == 3
     assert t["timing"]["cold_x_median"] == 2.0
 
 
@@ -82,6 +85,8 @@ def test_markdown_table_and_left_breaks():
     assert "| whisper * | 1 (0/2) | 0 (0/0) | 100% |" in md
     assert "yes/NO" in md  # whisper's changed train output is visible
     assert "florence2" in md and "bad config" in md
+    assert "| marian * | 1 (0/2) | error: SyntaxError: invalid syntax |" in md
+    assert "fixed arm failed (fix or import/run error) | - | 1: marian |" in md
     assert "2 of 3 (66.7%, net" in md
     assert "raises a custom type" in md  # graphmend's no-fix reason for the break left
     assert "![graph-break sites before and after per model](img/hf-breaks.png)" in md
