@@ -1,5 +1,6 @@
 // What the extension hands vscode-languageclient, apart from the parts that need `vscode` itself.
-// Pure, so the integration test starts the server exactly as the extension does.
+// Pure, so the integration test starts the server exactly as the extension does. (pyproject.toml is
+// watched by the server's own dynamic registration of workspace/didChangeWatchedFiles.)
 import type { Found } from './discovery';
 import { serverArgs } from './server';
 import type { Settings } from './settings';
@@ -13,9 +14,6 @@ export const DOCUMENT_SELECTOR = [
   { scheme: 'file', language: 'python' },
   { scheme: 'untitled', language: 'python' },
 ];
-
-/** Files whose change the server must hear about (configuration lives in [tool.graphmend]). */
-export const WATCHED_FILES = '**/pyproject.toml';
 
 export interface ServerProcess {
   command: string;

@@ -17,7 +17,7 @@ import {
   TransportKind,
 } from 'vscode-languageclient/node';
 
-import { CLIENT_ID, CLIENT_NAME, DOCUMENT_SELECTOR, OUTPUT_CHANNEL, WATCHED_FILES, serverProcess } from './client';
+import { CLIENT_ID, CLIENT_NAME, DOCUMENT_SELECTOR, OUTPUT_CHANNEL, serverProcess } from './client';
 import { findServer } from './discovery';
 import { FIX_ALL_KIND, VALIDATE_COMMAND, ServerState, parseTarget, pickFixAll, statusText, suggestTarget, validateArgs } from './server';
 import {
@@ -94,7 +94,6 @@ async function startClient(context: vscode.ExtensionContext): Promise<void> {
     documentSelector: DOCUMENT_SELECTOR,
     outputChannel: output,
     initializationOptions: () => serverSettings(settings ?? currentSettings(), env()),
-    synchronize: { fileEvents: vscode.workspace.createFileSystemWatcher(WATCHED_FILES) },
     middleware: {
       workspace: {
         // Answer for our section from the same module that built initializationOptions, so the server
