@@ -609,6 +609,9 @@ def set_memory_limit(limit_mb):
 def classify_exception(exc):
     if isinstance(exc, ArmError):
         return exc.kind
+    module = type(exc).__module__ or ""
+    if module.startswith(("torch._dynamo", "torch._inductor")):
+        return "compile_error"  # Dynamo or the backend failed, not the user's own code
     if isinstance(exc, MemoryError) or "can't allocate memory" in str(exc) or "out of memory" in str(exc).lower():
         return "memory"
     return "exception"

@@ -236,6 +236,15 @@ std::string format_table(const json& result) {
     if (!match && field(result, "outputs_difference").is_string()) out << "  (" << field(result, "outputs_difference").get<std::string>() << ")";
     out << "\n";
   }
+  // Honest numbers: say so when single calls varied so much that the steady-state ratio means little.
+  for (const auto& [name, arm] : {std::pair<std::string_view, const json*>{"original", &original}, {"fixed", &fixed}}) {
+    const json& lo = field(*arm, "steady_state_min_s");
+    const json& hi = field(*arm, "steady_state_max_s");
+    if (lo.is_number() && hi.is_number() && lo.get<double>() > 0 && hi.get<double>() / lo.get<double>() > 3.0) {
+      out << "warning: " << name << " steady-state calls ranged " << format_seconds(lo) << " to " << format_seconds(hi)
+          << " (a busy machine?): read the steady-state ratio with care\n";
+    }
+  }
   if (field(result, "reference_deterministic").is_boolean() && !field(result, "reference_deterministic").get<bool>()) {
     out << "warning: the original's eager output differs between runs (nondeterministic model)\n";
   }
