@@ -5,7 +5,7 @@ import { spawnSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { pathToFileURL } from 'node:url';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 import { before, describe, it } from 'node:test';
 
 import type { CodeAction, Command, Diagnostic, DocumentDiagnosticReport } from 'vscode-languageserver-protocol';
@@ -290,6 +290,32 @@ describe(`graphmend server (${serverBinary()}) as the VS Code extension drives i
     await withEditor(settingsWith({ ignore: [codes[0]] }), source, async (editor) => {
       const got = new Set((await editor.diagnostics()).map((d) => String(d.code)));
       assert.ok(!got.has(codes[0]) && got.size > 0, `ignored ${codes[0]}: ${[...got]}`);
+    });
+  });
+
+  it('registers a pyproject.toml watcher and re-analyses when [tool.graphmend] changes', async () => {
+    const codes = [...new Set(expectedFindings.map((f) => f.code))].sort();
+    await withEditor(settingsWith(), source, async (editor) => {
+      assert.deepEqual((await editor.diagnostics()).map((d) => String(d.code)).sort(), expectedFindings.map((f) => f.code).sort());
+      const watch = editor.session.registrations.find((r) => r.method === 'workspace/didChangeWatchedFiles');
+      assert.ok(watch, `a file watcher registration: ${JSON.stringify(editor.session.registrations)}`);
+      assert.match(JSON.stringify(watch.registerOptions), /pyproject\.toml/);
+
+      const pyproject = path.join(path.dirname(fileURLToPath(editor.uri)), 'pyproject.toml');
+      fs.writeFileSync(pyproject, `[tool.graphmend]\nignore = ["${codes[0]}"]\n`);
+      await editor.session.connection.sendNotification('workspace/didChangeWatchedFiles', {
+        changes: [{ uri: pathToFileURL(pyproject).href, type: 1 /* Created */ }],
+      });
+      const deadline = Date.now() + 20000;
+      for (;;) {
+        const got = (await editor.diagnostics()).map((d) => String(d.code));
+        if (!got.includes(codes[0])) {
+          assert.ok(got.length > 0, 'the other rules still report');
+          break;
+        }
+        if (Date.now() > deadline) throw new Error(`${codes[0]} still reported after the pyproject.toml change: ${got}`);
+        await new Promise((r) => setTimeout(r, 100));
+      }
     });
   });
 

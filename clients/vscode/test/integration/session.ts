@@ -88,6 +88,8 @@ export interface Session {
   pushed: PublishDiagnosticsParams[];
   logs: string[];
   stderr: string[];
+  /** client/registerCapability registrations (the server's dynamic features). */
+  registrations: { id: string; method: string; registerOptions?: unknown }[];
   /** Documents edited by workspace/applyEdit requests from the server. */
   applied: WorkspaceEdit[];
   exitCode: Promise<number | null>;
@@ -121,6 +123,7 @@ export async function startSession(workspace: string, settings: Settings, env: E
     logs: [],
     stderr,
     applied: [],
+    registrations: [],
     exitCode,
   };
 
@@ -133,7 +136,10 @@ export async function startSession(workspace: string, settings: Settings, env: E
       return answer;
     }),
   );
-  connection.onRequest('client/registerCapability', () => null);
+  connection.onRequest('client/registerCapability', (params: { registrations: Session['registrations'] }) => {
+    session.registrations!.push(...params.registrations);
+    return null;
+  });
   connection.onRequest('client/unregisterCapability', () => null);
   connection.onRequest('window/workDoneProgress/create', () => null);
   connection.onRequest('workspace/diagnostic/refresh', () => null);
