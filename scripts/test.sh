@@ -3,8 +3,8 @@
 # harness, editor end-to-end) under pytest with the project's .venv, then the VS Code client's tests.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
-build="${1:-$root/build}"
 cd "$root"
+build="$(cd "${1:-build}" && pwd)"
 export GRAPHMEND_BIN="$build/graphmend"
 export HF_HUB_OFFLINE=1
 
