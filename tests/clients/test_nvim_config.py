@@ -129,3 +129,15 @@ def test_no_fix_on_save_by_default(nvim):
     """)
     assert r["errors"] == []
     assert r["prewrite"] == 0
+
+
+def test_capabilities_extend_neovims_own(nvim):
+    r = run_nvim(nvim, r"""
+      local c = require('graphmend.config')
+      local cfg = c.lsp_config({ capabilities = { workspace = { didChangeWatchedFiles = { dynamicRegistration = true } } } })
+      RESULT.watch = cfg.capabilities.workspace.didChangeWatchedFiles.dynamicRegistration
+      RESULT.keeps_code_action = cfg.capabilities.textDocument.codeAction ~= nil
+      RESULT.default_nil = c.lsp_config().capabilities == nil
+    """)
+    assert r["errors"] == []
+    assert r["watch"] is True and r["keeps_code_action"] is True and r["default_nil"] is True

@@ -157,7 +157,9 @@ function M.lsp_config(opts)
       end
     end,
     on_attach = o.on_attach,
-    capabilities = o.capabilities,
+    -- Neovim's own capabilities, with the user's additions (a partial table would replace them).
+    capabilities = o.capabilities
+      and vim.tbl_deep_extend('force', vim.lsp.protocol.make_client_capabilities(), o.capabilities) or nil,
   }
   return config, o
 end
