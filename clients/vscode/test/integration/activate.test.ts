@@ -9,9 +9,98 @@ import { after, before, describe, it } from 'node:test';
 
 import { EXTENSION_ROOT } from '../paths';
 import { installVscodeShim, override } from '../vscodeShim';
-import { serverBinary, withTimeout } from './session';
+import { fixturePath, readFixture, serverBinary, withTimeout } from './session';
+import { spawnSync } from 'node:child_process';
+import { pathToFileURL } from 'node:url';
 
 type Listener = (event: { affectsConfiguration(key: string): boolean }) => void;
+
+// Just enough of VS Code's value types for vscode-languageclient's converters.
+class Position {
+  constructor(
+    readonly line: number,
+    readonly character: number,
+  ) {}
+}
+class Range {
+  readonly start: Position;
+  readonly end: Position;
+  constructor(a: Position | number, b: Position | number, c?: number, d?: number) {
+    if (typeof a === 'number') {
+      this.start = new Position(a, b as number);
+      this.end = new Position(c!, d!);
+    } else {
+      this.start = a;
+      this.end = b as Position;
+    }
+  }
+}
+class TextEdit {
+  constructor(
+    readonly range: Range,
+    readonly newText: string,
+  ) {}
+}
+class FakeUri {
+  constructor(readonly value: string) {}
+  get scheme() {
+    return this.value.slice(0, this.value.indexOf(':'));
+  }
+  get fsPath() {
+    return new URL(this.value).pathname;
+  }
+  toString() {
+    return this.value;
+  }
+  static parse(value: string) {
+    return new FakeUri(value);
+  }
+  static file(file: string) {
+    return new FakeUri(pathToFileURL(file).href);
+  }
+}
+class WorkspaceEdit {
+  readonly entries: [FakeUri, TextEdit[]][] = [];
+  set(uri: FakeUri, edits: (TextEdit | [TextEdit, unknown])[]) {
+    this.entries.push([uri, edits.map((e) => (Array.isArray(e) ? e[0] : e))]);
+  }
+  replace(uri: FakeUri, range: Range, newText: string) {
+    this.entries.push([uri, [new TextEdit(range, newText)]]);
+  }
+}
+
+/** A TextDocument over a string, edited by workspace.applyEdit. */
+class FakeDocument {
+  version = 1;
+  readonly languageId = 'python';
+  readonly isUntitled = false;
+  readonly isClosed = false;
+  readonly uri: FakeUri;
+  constructor(
+    readonly fileName: string,
+    public text: string,
+  ) {
+    this.uri = FakeUri.file(fileName);
+  }
+  getText() {
+    return this.text;
+  }
+  get lineCount() {
+    return this.text.split('\n').length;
+  }
+  lineAt(line: number) {
+    const content = this.text.split('\n')[line];
+    return { lineNumber: line, text: content, range: new Range(line, 0, line, content.length) };
+  }
+  apply(edits: TextEdit[]) {
+    const starts = [0];
+    for (let i = 0; i < this.text.length; i++) if (this.text[i] === '\n') starts.push(i + 1);
+    const offset = (p: Position) => starts[p.line] + p.character;
+    const sorted = [...edits].sort((a, b) => offset(b.range.start) - offset(a.range.start));
+    for (const e of sorted) this.text = this.text.slice(0, offset(e.range.start)) + e.newText + this.text.slice(offset(e.range.end));
+    this.version += 1;
+  }
+}
 
 describe('activate() with the real server', () => {
   const vscode = installVscodeShim() as unknown as Record<string, Record<string, unknown>>;
@@ -23,6 +112,8 @@ describe('activate() with the real server', () => {
   const changeSettings = (event: { affectsConfiguration(key: string): boolean }) => configListeners.forEach((l) => l(event));
   let values: Record<string, unknown> = {};
   let workspace: string;
+  let document: FakeDocument;
+  let expectedFixed: string;
   // eslint-disable-next-line @typescript-eslint/no-explicit-any
   let ext: any;
 
@@ -56,6 +147,30 @@ describe('activate() with the real server', () => {
     assert.ok(fs.existsSync(serverBinary()), `no server at ${serverBinary()}: build it (make build) or set GRAPHMEND_BIN`);
     workspace = fs.mkdtempSync(path.join(os.tmpdir(), 'gm-act-'));
     values = { path: serverBinary() };
+    const file = path.join(workspace, 'model.py');
+    fs.copyFileSync(fixturePath('model.py'), file);
+    const reference = path.join(workspace, 'reference.py');
+    fs.copyFileSync(fixturePath('model.py'), reference);
+    spawnSync(serverBinary(), ['check', '--fix', reference], { encoding: 'utf8' });
+    expectedFixed = fs.readFileSync(reference, 'utf8');
+    fs.rmSync(reference);
+    assert.notEqual(expectedFixed, readFixture('model.py'));
+    document = new FakeDocument(file, readFixture('model.py'));
+    override(vscode, 'Position', Position);
+    override(vscode, 'Range', Range);
+    override(vscode, 'TextEdit', TextEdit);
+    override(vscode, 'WorkspaceEdit', WorkspaceEdit);
+    override(vscode, 'Uri', FakeUri);
+    override(vscode.workspace, 'textDocuments', [document]);
+    override(vscode.languages, 'match', (_selector: unknown, doc: { languageId?: string }) => (doc.languageId === 'python' ? 10 : 0));
+    override(vscode.window, 'activeTextEditor', { document });
+    override(vscode.workspace, 'applyEdit', async (edit: WorkspaceEdit) => {
+      for (const [uri, edits] of edit.entries) {
+        assert.equal(uri.toString(), document.uri.toString());
+        document.apply(edits);
+      }
+      return true;
+    });
     override(vscode.window, 'createOutputChannel', () => channel);
     override(vscode.window, 'showErrorMessage', async (m: string) => {
       errors.push(m);
@@ -104,6 +219,12 @@ describe('activate() with the real server', () => {
     for (const name of ['graphmend.restart', 'graphmend.fixAll', 'graphmend.validateTarget', 'graphmend.showLogs']) {
       assert.ok(commands.has(name), name);
     }
+  });
+
+  it('fixes the active file with graphmend.fixAll as `graphmend check --fix` does', async () => {
+    await withTimeout(Promise.resolve(commands.get('graphmend.fixAll')!()), 30000, 'graphmend.fixAll');
+    assert.equal(document.text, expectedFixed);
+    assert.equal(document.version, 2);
   });
 
   it('shows the logs', async () => {
