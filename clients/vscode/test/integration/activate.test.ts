@@ -9,7 +9,7 @@ import { after, before, describe, it } from 'node:test';
 
 import { EXTENSION_ROOT } from '../paths';
 import { installVscodeShim, override } from '../vscodeShim';
-import { fixturePath, readFixture, serverBinary, withTimeout } from './session';
+import { fixturePath, initializeParams, readFixture, serverBinary, settingsWith, withTimeout } from './session';
 import { spawnSync } from 'node:child_process';
 import { pathToFileURL } from 'node:url';
 
@@ -119,7 +119,7 @@ describe('activate() with the real server', () => {
 
   const channel = {
     name: 'graphmend',
-    logLevel: 2,
+    logLevel: 1, // vscode.LogLevel.Trace below: vscode-languageclient traces only at this level
     info: (m: string) => logs.push(`info ${m}`),
     warn: (m: string) => logs.push(`warn ${m}`),
     error: (m: string) => logs.push(`error ${m}`),
@@ -146,7 +146,7 @@ describe('activate() with the real server', () => {
   before(async () => {
     assert.ok(fs.existsSync(serverBinary()), `no server at ${serverBinary()}: build it (make build) or set GRAPHMEND_BIN`);
     workspace = fs.mkdtempSync(path.join(os.tmpdir(), 'gm-act-'));
-    values = { path: serverBinary() };
+    values = { path: serverBinary(), 'trace.server': 'verbose' };
     const file = path.join(workspace, 'model.py');
     fs.copyFileSync(fixturePath('model.py'), file);
     const reference = path.join(workspace, 'reference.py');
@@ -156,6 +156,7 @@ describe('activate() with the real server', () => {
     fs.rmSync(reference);
     assert.notEqual(expectedFixed, readFixture('model.py'));
     document = new FakeDocument(file, readFixture('model.py'));
+    override(vscode, 'LogLevel', { Off: 0, Trace: 1, Debug: 2, Info: 3, Warning: 4, Error: 5 });
     override(vscode, 'Position', Position);
     override(vscode, 'Range', Range);
     override(vscode, 'TextEdit', TextEdit);
@@ -193,7 +194,7 @@ describe('activate() with the real server', () => {
     });
     override(vscode.workspace, 'isTrusted', true);
     override(vscode.workspace, 'workspaceFolders', [
-      { uri: { scheme: 'file', fsPath: workspace, toString: () => `file://${workspace}` }, name: 'ws', index: 0 },
+      { uri: FakeUri.file(workspace), name: path.basename(workspace), index: 0 },
     ]);
     ext = require(path.join(EXTENSION_ROOT, 'out', 'src', 'extension.js'));
     await withTimeout(ext.activate({ subscriptions: [], extensionPath: EXTENSION_ROOT }), 30000, 'activate');
@@ -213,6 +214,15 @@ describe('activate() with the real server', () => {
     assert.equal(status.busy, false);
     assert.ok(logs.some((l) => l === `info starting ${serverBinary()} server (found via setting)`), logs.join('\n'));
     assert.deepEqual(errors, []);
+  });
+
+  it('sends the initialize parameters the integration tests send', () => {
+    // vscode-languageclient traces every message at log level Trace with graphmend.trace.server set.
+    const traced = logs.find((l) => l.startsWith("trace Sending request 'initialize"));
+    assert.ok(traced, 'the initialize request in the trace');
+    const sent = JSON.parse(traced.slice(traced.indexOf('Params: ') + 'Params: '.length));
+    const expected = initializeParams(workspace, settingsWith({ path: serverBinary(), 'trace.server': 'verbose' }), { trusted: true });
+    assert.deepEqual(sent, JSON.parse(JSON.stringify(expected)));
   });
 
   it('registers its commands', () => {

@@ -78,6 +78,26 @@ export function editsFor(edit: WorkspaceEdit, uri: string): TextEdit[] {
   return out;
 }
 
+/**
+ * The initialize parameters of the extension for a one-folder workspace: what vscode-languageclient
+ * 11's initialize() fills (client.js, and processId from its Node entry), with the extension's
+ * initializationOptions. The activate() test checks this against what the extension really sends.
+ */
+export function initializeParams(workspace: string, settings: Settings, env: Environment): InitializeParams {
+  const uri = pathToFileURL(workspace).href;
+  return {
+    processId: process.pid,
+    clientInfo: { name: 'Visual Studio Code', version: VSCODE_VERSION },
+    locale: 'en',
+    rootPath: workspace,
+    rootUri: uri,
+    capabilities: vscodeClientCapabilities(),
+    initializationOptions: initializationOptions(settings, env),
+    trace: settings.traceServer,
+    workspaceFolders: [{ uri, name: path.basename(workspace) }],
+  };
+}
+
 export interface Session {
   connection: MessageConnection;
   process: ChildProcess;
@@ -163,19 +183,7 @@ export async function startSession(workspace: string, settings: Settings, env: E
   connection.onNotification('$/logTrace', () => undefined);
   connection.listen();
 
-  const uri = pathToFileURL(workspace).href;
-  // The fields vscode-languageclient 11's initialize() fills (client.js), with the extension's options.
-  const initialize: InitializeParams = {
-    processId: null,
-    clientInfo: { name: 'Visual Studio Code', version: VSCODE_VERSION },
-    locale: 'en',
-    rootPath: workspace,
-    rootUri: uri,
-    capabilities: vscodeClientCapabilities(),
-    initializationOptions: initializationOptions(settings, env),
-    trace: settings.traceServer,
-    workspaceFolders: [{ uri, name: path.basename(workspace) }],
-  };
+  const initialize = initializeParams(workspace, settings, env);
   const result = await withTimeout(connection.sendRequest<InitializeResult>('initialize', initialize), 20000, 'initialize', stderr);
   await connection.sendNotification('initialized', {});
 
