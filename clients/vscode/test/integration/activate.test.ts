@@ -106,6 +106,7 @@ describe('activate() with the real server', () => {
   const vscode = installVscodeShim() as unknown as Record<string, Record<string, unknown>>;
   const logs: string[] = [];
   const errors: string[] = [];
+  const warnings: string[] = [];
   const status: Record<string, unknown> = {};
   const commands = new Map<string, (...args: unknown[]) => unknown>();
   const configListeners: Listener[] = [];
@@ -175,6 +176,10 @@ describe('activate() with the real server', () => {
     override(vscode.window, 'createOutputChannel', () => channel);
     override(vscode.window, 'showErrorMessage', async (m: string) => {
       errors.push(m);
+      return undefined;
+    });
+    override(vscode.window, 'showWarningMessage', async (m: string) => {
+      warnings.push(m);
       return undefined;
     });
     override(vscode.languages, 'createLanguageStatusItem', () => status);
@@ -273,5 +278,23 @@ describe('activate() with the real server', () => {
     assert.match(String(status.detail), /no-such-graphmend.*not an executable file/);
     assert.equal(errors.length, 1);
     assert.match(errors[0], /graphmend\.path/);
+  });
+
+  it('turns validation off in an untrusted workspace', async () => {
+    override(vscode.workspace, 'isTrusted', false);
+    values = { ...values, path: serverBinary() };
+    const traced = () => logs.filter((l) => l.startsWith("trace Sending request 'initialize")).length;
+    const before = traced();
+    changeSettings({ affectsConfiguration: (k) => k === 'graphmend.path' || k === 'graphmend' });
+    await until('running again', () => traced() === before + 1 && String(status.text).startsWith('$(check)'));
+    const last = logs.filter((l) => l.startsWith("trace Sending request 'initialize")).pop()!;
+    const sent = JSON.parse(last.slice(last.indexOf('Params: ') + 'Params: '.length));
+    assert.deepEqual(sent.initializationOptions.validate, { enable: false });
+    // The workspace/configuration answer says the same.
+    await until('a configuration answer', () => logs.some((l) => l.startsWith("trace Sending response 'workspace/configuration") && l.includes('"enable": false')));
+
+    await commands.get('graphmend.validateTarget')!('model.py::example');
+    assert.match(warnings[warnings.length - 1], /untrusted/);
+    assert.ok(!logs.some((l) => l.startsWith('info $ ')), 'no graphmend validate was run');
   });
 });
