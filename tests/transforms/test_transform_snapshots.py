@@ -170,22 +170,28 @@ def _load(path: Path, tag: str):
     return module
 
 
+def _here(filename: str, home: str) -> bool:
+    return os.path.realpath(filename) == home
+
+
 class _Records(logging.Handler):
-    def __init__(self, sink: list):
+    def __init__(self, sink: list, home: str):
         super().__init__(logging.DEBUG)
         self.sink = sink
+        self.home = home
 
     def emit(self, record):
-        # The logger's name differs (one module name per import); the caller's function must not.
-        self.sink.append(("log", record.levelname, record.getMessage(), os.path.basename(record.pathname),
+        # The logger's name differs (one module name per import); the caller's file and function must not
+        # (a wrapper passes stacklevel so that the record still points at the call site).
+        self.sink.append(("log", record.levelname, record.getMessage(), _here(record.pathname, self.home),
                           record.funcName))
 
 
-def _run(fn, args, seed: int):
-    """(kind, value, side effects): kind "return" or "raise" (type name, message)."""
+def _run(fn, args, seed: int, home: str):
+    """(kind, value, side effects): kind "return" or "raise" (type name, message). `home`: the module's file."""
     effects: list = []
     root = logging.getLogger()
-    handler = _Records(effects)
+    handler = _Records(effects, home)
     level = root.level
     root.addHandler(handler)
     root.setLevel(logging.DEBUG)
@@ -203,7 +209,7 @@ def _run(fn, args, seed: int):
         root.removeHandler(handler)
         root.setLevel(level)
     effects.append(("stdout", out.getvalue()))
-    effects.extend(("warning", w.category.__name__, str(w.message), os.path.basename(w.filename)) for w in caught)
+    effects.extend(("warning", w.category.__name__, str(w.message), _here(w.filename, home)) for w in caught)
     return result[0], result[1], effects
 
 
@@ -225,19 +231,27 @@ def _restore_dynamo_config():
 
 @pytest.mark.parametrize("path,mode", PARAMS)
 def test_fix_keeps_eager_semantics(path, mode, fixed_files, _restore_dynamo_config):
+    """What graphmend wrote, and the expected file too where they differ (a snapshot must be right)."""
     fixed_path = fixed_files(path, mode)
+    expected_path = _expected(path, mode)
+    _assert_same_behaviour(path, fixed_path, f"{_case_id(path)} [{mode}]")
+    if expected_path.read_bytes() != fixed_path.read_bytes():
+        _assert_same_behaviour(path, expected_path, f"{_case_id(path)} [{mode}] {expected_path.name}")
+
+
+def _assert_same_behaviour(path: Path, fixed_path: Path, label: str):
     original = _load(path, "original")
     fixed = _load(fixed_path, "fixed")
     for seed in SEEDS:
-        where = f"{_case_id(path)} [{mode}] seed {seed}"
+        where = f"{label} seed {seed}"
         orig_fn, orig_args = _example(original, seed)
         fixed_fn, fixed_args = _example(fixed, seed)
         if isinstance(orig_fn, nn.Module):
             assert isinstance(fixed_fn, nn.Module), f"{where}: the fix turned the module into something else"
             fixed_fn.load_state_dict(orig_fn.state_dict())
             fixed_fn.train(orig_fn.training)
-        kind_o, value_o, effects_o = _run(orig_fn, orig_args, seed)
-        kind_f, value_f, effects_f = _run(fixed_fn, fixed_args, seed)
+        kind_o, value_o, effects_o = _run(orig_fn, orig_args, seed, os.path.realpath(path))
+        kind_f, value_f, effects_f = _run(fixed_fn, fixed_args, seed, os.path.realpath(fixed_path))
         assert kind_o == kind_f, f"{where}: original {kind_o}s {value_o!r}, fixed {kind_f}s {value_f!r}"
         if kind_o == "raise":
             assert value_o == value_f, f"{where}: original raised {value_o}, fixed raised {value_f}"
