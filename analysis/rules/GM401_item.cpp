@@ -22,7 +22,15 @@ const RuleInfo kInfo{
 };
 
 void check(RuleContext& ctx, const Visit& v) {
-  if (tensor_method(ctx, v.node, v.function) != "item" || argument_count(v.node) != 0) return;
+  if (argument_count(v.node) != 0) return;
+  bool numpy_receiver = false;
+  if (TSNode callee = unparenthesize(field(v.node, "function")); is_type(callee, "attribute") &&
+                                                                  ctx.text(field(callee, "attribute")) == "item") {
+    // NumPy values inside compiled code are traced as tensors: `np.random.rand(1).item()` breaks too.
+    TSNode object = unparenthesize(field(callee, "object"));
+    if (is_type(object, "call")) numpy_receiver = callee_qualified(ctx, object).starts_with("numpy.");
+  }
+  if (tensor_method(ctx, v.node, v.function) != "item" && !numpy_receiver) return;
   ctx.report(kInfo, node_range(v.node),
              "`.item()` copies a tensor's value into Python: Dynamo breaks the graph here (Unsupported Tensor.item() "
              "call with capture_scalar_outputs=False).",

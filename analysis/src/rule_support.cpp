@@ -111,8 +111,13 @@ bool is_bool_tensor(const RuleContext& ctx, TSNode expr, const FunctionInfo& fn,
       return true;
     auto it = fn.assignments.find(name);
     if (it == fn.assignments.end() || it->second.empty()) return false;
-    return std::all_of(it->second.begin(), it->second.end(),
-                       [&](TSNode rhs) { return is_bool_tensor(ctx, rhs, fn, depth + 1); });
+    // The assignment that reaches this use: the last one before it (`m = arange(n); m = m < lengths`).
+    TSNode reaching{};
+    for (TSNode rhs : it->second) {
+      if (ts_node_end_byte(rhs) <= ts_node_start_byte(expr)) reaching = rhs;
+    }
+    if (ts_node_is_null(reaching)) return false;
+    return is_bool_tensor(ctx, reaching, fn, depth + 1);
   }
   return false;
 }

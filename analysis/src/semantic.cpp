@@ -356,7 +356,8 @@ void SemanticModel::infer_class_attributes() {
         std::string_view last = base;
         if (auto dot = last.rfind('.'); dot != std::string_view::npos) last = last.substr(dot + 1);
         if (base == "torch.nn.Module" || base == "torch.nn.modules.module.Module" || last.ends_with("PreTrainedModel") ||
-            last.ends_with("Module") || last.ends_with("Layer") || last == "Sequential") {
+            last.ends_with("Module") || last.ends_with("Layer") || last == "Sequential" || last == "ModuleDict" ||
+            last == "ModuleList") {
           cls->is_module = true;
         }
         if (auto* b = find_class(base); b && b->is_module) cls->is_module = true;

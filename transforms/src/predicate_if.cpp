@@ -175,6 +175,8 @@ TransformResult apply(const TransformContext& ctx) {
       for (TSNode s : statements(branches[i].block)) {
         TSNode a = simple_assignment(s);
         if (ts_node_is_null(a)) {
+          if (is_type(s, "continue_statement") || is_type(s, "break_statement"))
+            return Refusal{"`" + text(doc, s) + "` changes which code runs, and torch.where can only select values"};
           return Refusal{"the branch does more than assign variables (`" +
                          std::string(doc.node_text(s).substr(0, 60)) + "`)"};
         }

@@ -223,6 +223,15 @@ bool is_one_element(const Document& doc, const SemanticModel& model, TSNode expr
     if (auto q = model.qualified_name(callee)) {
       std::string_view lname = std::string_view(*q).substr(q->rfind('.') + 1);
       if (one_of(lname, kFullReductions) && n == 1) return true;
+      // 0-d and one-element factories: torch.rand([]), torch.zeros(()), torch.tensor(1.0), torch.randn(1).
+      if ((lname == "rand" || lname == "randn" || lname == "zeros" || lname == "ones" || lname == "empty") && n == 1) {
+        std::string size = text(doc, ts_node_named_child(args, 0));
+        if (size == "[]" || size == "()" || size == "1" || size == "[1]" || size == "(1,)") return true;
+      }
+      if (lname == "tensor" && n >= 1) {
+        auto arg_type = type_of(ts_node_named_child(args, 0));
+        if (arg_type == "integer" || arg_type == "float" || arg_type == "true" || arg_type == "false") return true;
+      }
       if ((lname == "logical_and" || lname == "logical_or") && n == 2)
         return is_one_element(doc, model, ts_node_named_child(args, 0), fn, depth + 1) &&
                is_one_element(doc, model, ts_node_named_child(args, 1), fn, depth + 1);
