@@ -7,6 +7,8 @@ const Transform& transform_predicate_if();
 const Transform& transform_predicate_ternary();
 const Transform& transform_graph_native_guard();
 const Transform& transform_defer_side_effect();
+const Transform& transform_item_in_condition();
+const Transform& transform_dense_mask_reduction();
 
 const std::vector<const Transform*>& registered_transforms() {
   static const std::vector<const Transform*> transforms{
@@ -14,6 +16,8 @@ const std::vector<const Transform*>& registered_transforms() {
       &transform_predicate_ternary(),
       &transform_graph_native_guard(),
       &transform_defer_side_effect(),
+      &transform_item_in_condition(),
+      &transform_dense_mask_reduction(),
   };
   return transforms;
 }
