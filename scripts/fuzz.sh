@@ -4,11 +4,14 @@
 # run time) plus the corpus earlier runs grew in build-fuzz/corpus. A crash, sanitizer report, parse
 # failure or idempotence failure stops the run and leaves the input in build-fuzz/artifacts/; copy it to
 # tests/fuzz/regressions/ so tests/fuzz/test_fuzz_regressions.py keeps it fixed.
-#   bash scripts/fuzz.sh            # short run (CI)
-#   bash scripts/fuzz.sh 1000000    # long run (make fuzz)
+#   bash scripts/fuzz.sh [RUNS] [SECONDS]   # stops after RUNS inputs or SECONDS (0: no time limit)
+#   bash scripts/fuzz.sh 2000 45            # short run (make test / CI)
+#   bash scripts/fuzz.sh 1000000            # long run (make fuzz)
+# GRAPHMEND_FUZZ_EACH_FIX=1 also checks that every offered fix, applied alone, leaves a file that parses.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 runs="${1:-20000}"
+seconds="${2:-0}"
 build="${GRAPHMEND_FUZZ_BUILD:-$root/build-fuzz}"
 cd "$root"
 
@@ -31,6 +34,6 @@ mkdir -p "$build/corpus" "$build/artifacts"
 
 # Exit 0 when every input passed; libFuzzer's own exit status otherwise (the reproducer is in artifacts/).
 ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=1}" "$build/tests/fuzz/graphmend_fuzz_check_fix" \
-  -runs="$runs" -seed="${FUZZ_SEED:-1}" -max_len=8192 -timeout=10 -rss_limit_mb=4096 \
+  -runs="$runs" -max_total_time="$seconds" -seed="${FUZZ_SEED:-1}" -max_len=8192 -timeout=10 -rss_limit_mb=4096 \
   -dict="$root/tests/fuzz/python.dict" -artifact_prefix="$build/artifacts/" -print_final_stats=1 \
   "$build/corpus" "$seeds"

@@ -1,6 +1,6 @@
 """Inputs the fuzzer (tests/fuzz/fuzz_check_fix.cpp, scripts/fuzz.sh) once failed on, kept fixed.
 
-Every file in tests/fuzz/regressions/ goes through `graphmend check --fix --exit-zero` (and again with
+Every tests/fuzz/regressions/*.input (raw bytes, saved from build-fuzz/artifacts/) goes through `graphmend check --fix --exit-zero` (and again with
 --unsafe-fixes) on a copy: the command must not crash (exit 0), a file that parsed must still parse, and a
 second --fix must change nothing. Binary: $GRAPHMEND_BIN, default build/graphmend.
 """
@@ -18,7 +18,7 @@ import pytest
 REPO = Path(__file__).resolve().parents[2]
 REGRESSIONS = REPO / "tests" / "fuzz" / "regressions"
 BIN = os.environ.get("GRAPHMEND_BIN", str(REPO / "build" / "graphmend"))
-FILES = sorted(p for p in REGRESSIONS.glob("*") if p.is_file() and not p.name.startswith(".")) if REGRESSIONS.is_dir() else []
+FILES = sorted(p for p in REGRESSIONS.glob("*.input")) if REGRESSIONS.is_dir() else []
 
 
 def _parses(data: bytes) -> bool:
