@@ -15,6 +15,7 @@ A transcript is a list of steps, executed in order:
     %close                             close the server's stdin
     %exit N                            the server must exit with code N
     %stderr REGEX                      the server's stderr must match (checked at the end)
+    %nostderr REGEX                    the server's stderr must not match
 
 `${ROOT}` and `${ROOT_URI}` in messages are the workspace folder and its file URI.
 
@@ -75,6 +76,8 @@ def parse_transcript(text):
             steps.append(("exit", int(stripped[6:]), None))
         elif stripped.startswith("%stderr "):
             steps.append(("stderr", stripped[8:], None))
+        elif stripped.startswith("%nostderr "):
+            steps.append(("nostderr", stripped[10:], None))
         elif stripped.startswith(">>>raw "):
             steps.append(("raw", ast.literal_eval(stripped[7:]), None))
         elif stripped.startswith(">>>") or stripped.startswith("<<<"):
@@ -207,6 +210,7 @@ def run(server_cmd, transcript_path, verbose=False):
     outbox = bytearray()
     expected_exit = None
     stderr_patterns = []
+    stderr_forbidden = []
     closed = False
 
     def flush():
@@ -281,6 +285,8 @@ def run(server_cmd, transcript_path, verbose=False):
                 expected_exit = a
             elif kind == "stderr":
                 stderr_patterns.append(a)
+            elif kind == "nostderr":
+                stderr_forbidden.append(a)
             index += 1
         flush()
         if expected_exit is not None:
@@ -326,6 +332,9 @@ def run(server_cmd, transcript_path, verbose=False):
     for pattern in stderr_patterns:
         if not re.search(pattern, stderr_text):
             raise Failure(f"stderr does not match /{pattern}/:\n{stderr_text[-3000:]}")
+    for pattern in stderr_forbidden:
+        if re.search(pattern, stderr_text):
+            raise Failure(f"stderr matches /{pattern}/:\n{stderr_text[-3000:]}")
     if re.search(r"\] \[critical\]|terminate called|Segmentation fault|AddressSanitizer", stderr_text):
         raise Failure(f"the server logged a crash:\n{stderr_text[-3000:]}")
 

@@ -611,7 +611,13 @@ struct Server::Impl {
     }
     std::shared_ptr<const std::string> text = document.snapshot->text;
     std::shared_ptr<const TextSnapshot> snapshot = document.snapshot;
-    std::shared_ptr<Worker> worker = document.worker;
+    // The tree's edits, posted only once every change was accepted (all or nothing).
+    struct TreeEdit {
+      bool full = false;
+      ByteRange range;
+      std::string text;
+    };
+    std::vector<TreeEdit> tree_edits;
     std::size_t index = 0;
     for (const json& change : changes) {
       const std::string where = "contentChanges[" + std::to_string(index++) + "]";
@@ -622,11 +628,7 @@ struct Server::Impl {
       if (!change.contains("range")) {
         text = std::make_shared<const std::string>(new_text->get<std::string>());
         snapshot = std::make_shared<const TextSnapshot>(text);
-        if (!document.too_large) {
-          asio::post(document.strand, [worker, text] {
-            if (worker->document) worker->document->replace_text(*text);
-          });
-        }
+        tree_edits.push_back({true, {}, *text});
         continue;
       }
       const protocol::Range range = protocol::range_from_json(change["range"], where + ".range");
@@ -652,11 +654,19 @@ struct Server::Impl {
       updated->append(*text, end_offset, std::string::npos);
       text = std::move(updated);
       snapshot = std::make_shared<const TextSnapshot>(text);
-      if (!document.too_large) {
-        asio::post(document.strand, [worker, edit = ByteRange{start_offset, end_offset}, inserted] {
-          if (worker->document) worker->document->apply_edit(edit, inserted);
-        });
-      }
+      tree_edits.push_back({false, {start_offset, end_offset}, inserted});
+    }
+    if (!document.too_large) {
+      asio::post(document.strand, [worker = document.worker, edits = std::move(tree_edits)] {
+        if (!worker->document) return;  // released: the next analysis parses the text afresh
+        for (const TreeEdit& edit : edits) {
+          if (edit.full) {
+            worker->document->replace_text(edit.text);
+          } else {
+            worker->document->apply_edit(edit.range, edit.text);
+          }
+        }
+      });
     }
     document.version = version;
     document.live_version->store(version);
@@ -781,8 +791,11 @@ struct Server::Impl {
           // Released while idle (or never parsed): parse the current text from scratch.
           worker->document = std::make_unique<Document>(path, *result->snapshot->text);
         }
-        if (worker->document->text().size() != result->snapshot->text->size()) {
-          throw std::logic_error("document text out of sync");
+        if (worker->document->text() != *result->snapshot->text) {
+          // Never expected; recover by parsing the text the client holds.
+          spdlog::error("{}: tree text out of sync with version {}; reparsing", uri,
+                        result->version);
+          worker->document = std::make_unique<Document>(path, *result->snapshot->text);
         }
         Analysis analysis = analyze(*worker->document, config);
         attach_fixes(*worker->document, analysis);
