@@ -1,8 +1,9 @@
 """Inputs the fuzzer (tests/fuzz/fuzz_check_fix.cpp, scripts/fuzz.sh) once failed on, kept fixed.
 
-Every tests/fuzz/regressions/*.input (raw bytes, saved from build-fuzz/artifacts/) goes through `graphmend check --fix --exit-zero` (and again with
---unsafe-fixes) on a copy: the command must not crash (exit 0), a file that parsed must still parse, and a
-second --fix must change nothing. Binary: $GRAPHMEND_BIN, default build/graphmend.
+Every tests/fuzz/regressions/*.input (raw bytes, saved from build-fuzz/artifacts/) goes through
+`graphmend check --fix --exit-zero` (and again with --unsafe-fixes) on a copy: the command must not crash
+(exit 0), a file that parsed must still parse, and a second --fix must change nothing.
+Binary: $GRAPHMEND_BIN, default build/graphmend.
 """
 from __future__ import annotations
 
