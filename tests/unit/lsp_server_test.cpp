@@ -126,3 +126,76 @@ TEST_CASE("server: an edit answers pending requests with ContentModified") {
   CHECK(published["params"]["version"] == 2);
   CHECK(published["params"]["diagnostics"].empty());
 }
+
+namespace {
+
+// A validator double that records what the server routes to it.
+class RecordingValidator : public graphmend::lsp::Validator {
+ public:
+  std::vector<std::string> commands() const override { return {"graphmend.validate"}; }
+  json code_lenses(const std::string& uri, const std::string& text) override {
+    lens_requests.push_back(uri);
+    return json::array({{{"range", {{"start", {{"line", 0}, {"character", 0}}},
+                                    {"end", {{"line", 0}, {"character", 0}}}}},
+                         {"command", {{"title", std::to_string(text.size()) + " bytes"},
+                                      {"command", "graphmend.validate"}}}}});
+  }
+  void execute(const std::string& command, const json& arguments, Done done) override {
+    executed.push_back(command);
+    if (arguments.empty()) {
+      done(nullptr, graphmend::protocol::ResponseError{-32602, "no target", nullptr});
+    } else {
+      done({{"graphs", 1}, {"target", arguments[0]}}, std::nullopt);
+    }
+  }
+  std::vector<std::string> lens_requests;
+  std::vector<std::string> executed;
+};
+
+}  // namespace
+
+TEST_CASE("server: the validator seam advertises its commands and code lenses and routes them") {
+  Harness h;
+  auto validator = std::make_shared<RecordingValidator>();
+  h.server.set_validator(validator);
+  h.send({{"jsonrpc", "2.0"},
+          {"id", 1},
+          {"method", "initialize"},
+          {"params", {{"capabilities", json::object()}}}});
+  const json init = h.response(1);
+  CHECK(init["result"]["capabilities"]["executeCommandProvider"]["commands"] ==
+        json::array({"graphmend.applyAutofix", "graphmend.validate"}));
+  CHECK(init["result"]["capabilities"].contains("codeLensProvider"));
+  h.send({{"jsonrpc", "2.0"}, {"method", "textDocument/didOpen"},
+          {"params", {{"textDocument", {{"uri", "file:///t/m.py"}, {"languageId", "python"},
+                                        {"version", 1}, {"text", kModel}}}}}});
+  h.send({{"jsonrpc", "2.0"}, {"id", 2}, {"method", "textDocument/codeLens"},
+          {"params", {{"textDocument", {{"uri", "file:///t/m.py"}}}}}});
+  const json lenses = h.response(2);
+  CHECK(lenses["result"][0]["command"]["title"] ==
+        std::to_string(std::string(kModel).size()) + " bytes");
+  CHECK(validator->lens_requests == std::vector<std::string>{"file:///t/m.py"});
+  h.send({{"jsonrpc", "2.0"}, {"id", 3}, {"method", "workspace/executeCommand"},
+          {"params", {{"command", "graphmend.validate"}, {"arguments", {"m.py::make"}}}}});
+  CHECK(h.response(3)["result"] == json{{"graphs", 1}, {"target", "m.py::make"}});
+  h.send({{"jsonrpc", "2.0"}, {"id", 4}, {"method", "workspace/executeCommand"},
+          {"params", {{"command", "graphmend.validate"}, {"arguments", json::array()}}}});
+  CHECK(h.response(4)["error"]["code"] == -32602);
+  CHECK(validator->executed.size() == 2);
+}
+
+TEST_CASE("server: without a validator, no code lenses and no validate command") {
+  Harness h;
+  h.send({{"jsonrpc", "2.0"},
+          {"id", 1},
+          {"method", "initialize"},
+          {"params", {{"capabilities", json::object()}}}});
+  const json init = h.response(1);
+  CHECK_FALSE(init["result"]["capabilities"].contains("codeLensProvider"));
+  h.send({{"jsonrpc", "2.0"}, {"id", 2}, {"method", "textDocument/codeLens"},
+          {"params", {{"textDocument", {{"uri", "file:///t/m.py"}}}}}});
+  CHECK(h.response(2)["error"]["code"] == -32601);
+  h.send({{"jsonrpc", "2.0"}, {"id", 3}, {"method", "workspace/executeCommand"},
+          {"params", {{"command", "graphmend.validate"}, {"arguments", json::array()}}}});
+  CHECK(h.response(3)["error"]["code"] == -32602);
+}
