@@ -93,11 +93,12 @@ def test_fix_that_changes_outputs_is_caught():
 
 
 def test_inductor_small_model():
-    rc, out, done = run_json(f"{BRANCHY}::make", "--fixed", TARGETS / "branchy_fixed.py", "--backend", "inductor",
-                             "--repeats", "1", timeout=600)
+    rc, out, done = run_json(f"{TARGETS / 'fn_target.py'}::make", "--fixed", TARGETS / "fn_target_fixed.py",
+                             "--backend", "inductor", "--repeats", "1", timeout=600)
     assert rc == 0, done.stderr
     assert out["backend"] == "inductor"
-    assert out["original"]["graph_break_count"] == 3 and out["fixed"]["graph_count"] == 1
+    assert out["original"]["graph_break_count"] == 1 and out["original"]["graph_count"] == 2
+    assert out["fixed"]["graph_break_count"] == 0 and out["fixed"]["graph_count"] == 1
     assert out["original"]["compiled_matches_eager"] and out["fixed"]["compiled_matches_eager"]
     assert out["outputs_match"] is True
     for arm in (out["original"], out["fixed"]):
