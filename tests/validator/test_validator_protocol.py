@@ -196,6 +196,17 @@ def test_validate_progress_and_result(client):
     assert [p["value"]["percentage"] for p in progress if p["value"]["kind"] == "report"][-1] == 100
 
 
+def test_recompiles_are_counted(client):
+    params = {"target": f"{TARGETS / 'recompiles.py'}::make", "backend": "eager", "repeats": 1, "iters": 5}
+    result = client.request(45, "validate", params, timeout=300)["result"]
+    assert result["ok"] is True
+    arm = result["original"]
+    assert arm["graph_count"] == 1 and arm["graph_break_count"] == 0
+    assert arm["recompiles"] >= 3 and arm["graphs_after_first_call"] >= 3
+    # Eager calls mutate the counter too: compiled and eager outputs differ by construction.
+    assert arm["compiled_matches_eager"] is False
+
+
 def test_memory_limit(client):
     params = {"target": f"{TARGETS / 'misbehaving.py'}::hungry", "backend": "eager", "repeats": 1,
               "memory_limit_mb": 1536}
