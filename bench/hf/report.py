@@ -176,7 +176,8 @@ def markdown(results: dict, chart_path: str | None) -> str:
     A("")
     A(f"Measured {meta.get('date')} on {mach.get('cpu')} ({mach.get('cores')} cores, {mach.get('mem_gb')} GB), "
       f"CPU only, torch {meta.get('torch')}, transformers {meta.get('transformers')}, Python {mach.get('python')}; "
-      f"graphmend: `{meta.get('graphmend_version') or meta.get('graphmend_bin') or 'not run (census only)'}`. "
+      f"graphmend: `{meta.get('graphmend_version') or meta.get('graphmend_bin') or 'not run (census only)'}`"
+      f"{' with `--unsafe-fixes`' if (meta.get('args') or {}).get('unsafe_fixes') else ''}. "
       f"Run time {meta.get('duration_s')} s{_reuse_note(models)}. Regenerate: `.venv/bin/python bench/hf/run.py` "
       f"(`--models a,b` or `--quick` for a subset); data: `bench/results/hf.json`.")
     A("")
@@ -296,6 +297,13 @@ def markdown(results: dict, chart_path: str | None) -> str:
             e["models"].append(m["name"])
             e["files"].add(s["file"])
             e["modes"].update(s.get("modes", []))
+    comp = [(m["name"], s) for m in ok for s in m["before"]["sites"] if s.get("comprehension_frame")]
+    if comp:
+        A(f"{len(comp)} sites in {len({n for n, _ in comp})} models are comprehension frames (Python "
+          f"{results['meta'].get('machine', {}).get('python')} runs a comprehension as a frame of its own) that "
+          "Dynamo met alone because their caller had already fallen back to eager after an earlier break: "
+          "secondary breaks, gone when the first break is fixed.")
+        A("")
     top = sorted(by_stmt.items(), key=lambda kv: -len(kv[1]["models"]))[:15]
     if top:
         A("Most common sites (same function name and statement text across models):")

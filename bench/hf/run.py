@@ -128,8 +128,8 @@ def files_for(model_res: dict, summ: dict, root: str) -> list[str]:
     return sorted(r for r in rel if r.endswith(".py") and os.path.isfile(os.path.join(root, r)))
 
 
-def graphmend_check(binary: str, paths: list[str], fix: bool, timeout: float = 600) -> dict:
-    cmd = [binary, "check", "--exit-zero"] + (["--fix"] if fix else ["--output-format", "json"]) + paths
+def graphmend_check(binary: str, paths: list[str], fix: bool, timeout: float = 600, extra=()) -> dict:
+    cmd = [binary, "check", "--exit-zero"] + (["--fix"] if fix else ["--output-format", "json"]) + list(extra) + paths
     t0 = time.time()
     try:
         p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
@@ -263,7 +263,8 @@ def process_model(name: str, args, root: str, work: str, binary: str | None) -> 
     fixdir = os.path.join(work, name, "fixed")
     shutil.rmtree(fixdir, ignore_errors=True)
     pkg = make_fixed_copy(root, files, fixdir)
-    fx = graphmend_check(binary, [os.path.join(pkg, f) for f in files], fix=True)
+    fx = graphmend_check(binary, [os.path.join(pkg, f) for f in files], fix=True,
+                         extra=["--unsafe-fixes"] if args.unsafe_fixes else [])
     changed = {}
     for f in files:
         ds = diff_stats(os.path.join(root, f), os.path.join(pkg, f))
@@ -373,6 +374,7 @@ def main(argv=None) -> int:
     ap.add_argument("--keep", action="store_true", help="keep the work dir and fixed copies")
     ap.add_argument("--work", help="work dir to keep and reuse: a model's finished original-arm census there "
                                    "is reused (it does not depend on graphmend); fixed arms are redone")
+    ap.add_argument("--unsafe-fixes", action="store_true", help="fixed arm with graphmend's unsafe fixes too")
     ap.add_argument("--report-from", metavar="JSON", help="only regenerate the report from a results JSON")
     args = ap.parse_args(argv)
     if args.report_from:

@@ -168,6 +168,9 @@ def _key_of(d: dict) -> tuple[str, str, str]:
     return site_key(d["file"], d["function"], d["stmt"])
 
 
+COMPREHENSION_FRAMES = {"<dictcomp>", "<listcomp>", "<setcomp>", "<genexpr>"}
+
+
 def distinct_sites(events: list[dict]) -> list[dict]:
     """Merge break events into distinct sites (by key), counting events and modes per site."""
     by: dict[tuple, dict] = {}
@@ -186,6 +189,11 @@ def distinct_sites(events: list[dict]) -> list[dict]:
             by[k] = s
         s["events"] += 1
         s["in_loop"] = s["in_loop"] or bool(ev.get("in_loop"))
+        inner = (ev.get("innermost") or {}).get("function", "")
+        if inner in COMPREHENSION_FRAMES and "Failed to handle graph break gracefully" in ev.get("reason", ""):
+            # Python 3.11 runs a comprehension as its own frame; when its caller already fell back to
+            # eager, Dynamo meets that frame alone, with an iterator argument it cannot trace
+            s["comprehension_frame"] = True
         m = ev.get("mode")
         if m and m not in s["modes"]:
             s["modes"].append(m)

@@ -125,3 +125,15 @@ def test_score_detection_recall_precision(tmp_path):
     # without the call-site finding the .item() site is missed
     sc2 = S.score_detection([findings[0]], sites, traced)
     assert [s["function"] for s in sc2["missed"]] == ["helper"]
+
+
+def test_comprehension_frame_marked_secondary(tmp_path):
+    p = _pkg(tmp_path)
+    fr = vars(S.frame_of(p, 19, "helper"))
+    ev = dict(fr, kind="Missing tp_iternext", gb_id="GB4347", mode="train",
+              reason="Failed to handle graph break gracefully. Skipping the function and falling back to eager.",
+              innermost={"file": p, "line": 19, "function": "<dictcomp>"})
+    (s,) = S.distinct_sites([ev])
+    assert s.get("comprehension_frame") is True
+    (s2,) = S.distinct_sites([dict(ev, innermost={"file": p, "line": 19, "function": "helper"})])
+    assert not s2.get("comprehension_frame")
