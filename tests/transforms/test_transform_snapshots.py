@@ -175,23 +175,27 @@ def _here(filename: str, home: str) -> bool:
 
 
 class _Records(logging.Handler):
-    def __init__(self, sink: list, home: str):
+    def __init__(self, sink: list, home: str, module: str):
         super().__init__(logging.DEBUG)
         self.sink = sink
         self.home = home
+        self.module = module
 
     def emit(self, record):
-        # The logger's name differs (one module name per import); the caller's file and function must not
-        # (a wrapper passes stacklevel so that the record still points at the call site).
-        self.sink.append(("log", record.levelname, record.getMessage(), _here(record.pathname, self.home),
+        # A logger named after the module (`__name__`) differs by import: it reads "<module>". Other
+        # loggers, the caller's file and function must be the same (a wrapper passes stacklevel so that the
+        # record still points at the call site).
+        name = "<module>" if record.name == self.module else record.name
+        self.sink.append(("log", name, record.levelname, record.getMessage(), _here(record.pathname, self.home),
                           record.funcName))
 
 
-def _run(fn, args, seed: int, home: str):
-    """(kind, value, side effects): kind "return" or "raise" (type name, message). `home`: the module's file."""
+def _run(fn, args, seed: int, home: str, module: str):
+    """(kind, value, side effects): kind "return" or "raise" (type name, message). `home`: the module's file,
+    `module`: its name."""
     effects: list = []
     root = logging.getLogger()
-    handler = _Records(effects, home)
+    handler = _Records(effects, home, module)
     level = root.level
     root.addHandler(handler)
     root.setLevel(logging.DEBUG)
@@ -250,8 +254,8 @@ def _assert_same_behaviour(path: Path, fixed_path: Path, label: str):
             assert isinstance(fixed_fn, nn.Module), f"{where}: the fix turned the module into something else"
             fixed_fn.load_state_dict(orig_fn.state_dict())
             fixed_fn.train(orig_fn.training)
-        kind_o, value_o, effects_o = _run(orig_fn, orig_args, seed, os.path.realpath(path))
-        kind_f, value_f, effects_f = _run(fixed_fn, fixed_args, seed, os.path.realpath(fixed_path))
+        kind_o, value_o, effects_o = _run(orig_fn, orig_args, seed, os.path.realpath(path), original.__name__)
+        kind_f, value_f, effects_f = _run(fixed_fn, fixed_args, seed, os.path.realpath(fixed_path), fixed.__name__)
         assert kind_o == kind_f, f"{where}: original {kind_o}s {value_o!r}, fixed {kind_f}s {value_f!r}"
         if kind_o == "raise":
             assert value_o == value_f, f"{where}: original raised {value_o}, fixed raised {value_f}"
