@@ -48,11 +48,10 @@ class TracedWalker {
       }
     }
     TSNode inner_loop = (t == "for_statement" || t == "while_statement") ? node : loop;
-    uint32_t n = ts_node_named_child_count(node);
-    for (uint32_t i = 0; i < n; ++i) {
-      TSNode child = ts_node_named_child(node, i);
+    TSNode right = t == "for_statement" ? field(node, "right") : TSNode{};
+    for (TSNode child : named_children(node)) {
       // The iterable of a for loop is evaluated once, outside the loop's repetition.
-      bool outside = t == "for_statement" && ts_node_eq(child, field(node, "right"));
+      bool outside = t == "for_statement" && ts_node_eq(child, right);
       walk(child, outside ? loop : inner_loop);
     }
   }
@@ -71,9 +70,7 @@ class TracedWalker {
     if (!truth) walk(condition, loop);
     if (truth != false) walk(field(node, "consequence"), loop);
     if (truth == true) return;  // alternatives never run under Dynamo
-    uint32_t n = ts_node_named_child_count(node);
-    for (uint32_t i = 0; i < n; ++i) {
-      TSNode child = ts_node_named_child(node, i);
+    for (TSNode child : named_children(node)) {
       if (is_type(child, "elif_clause")) {
         walk(child, loop);
         if (auto t = ctx_.model.static_truth(field(child, "condition"), &fn_); t == true) return;
@@ -138,8 +135,7 @@ Analysis analyze(const Document& document, const Config& config) {
     if (!fn->compiled || model->is_dynamo_disabled(*fn)) continue;
     TracedWalker walker(ctx, *fn);
     TSNode body = field(fn->node, "body");
-    uint32_t n = ts_node_named_child_count(body);
-    for (uint32_t i = 0; i < n; ++i) walker.walk(ts_node_named_child(body, i), TSNode{});
+    for (TSNode stmt : named_children(body)) walker.walk(stmt, TSNode{});
   }
 
   std::vector<ByteRange> errors = document.error_ranges();

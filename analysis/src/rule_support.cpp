@@ -59,19 +59,7 @@ bool is_logger_expression(const RuleContext& ctx, TSNode expr) {
       text == "self.logger" || text == "self._logger")
     return true;
   // x = logging.getLogger(...) at module level.
-  TSNode root = ctx.document.root();
-  uint32_t n = ts_node_named_child_count(root);
-  for (uint32_t i = 0; i < n; ++i) {
-    TSNode stmt = ts_node_named_child(root, i);
-    if (!is_type(stmt, "expression_statement")) continue;
-    TSNode assign = ts_node_named_child(stmt, 0);
-    if (!is_type(assign, "assignment") || ctx.text(field(assign, "left")) != text) continue;
-    TSNode right = field(assign, "right");
-    if (!is_type(right, "call")) continue;
-    std::string callee = ctx.text(field(right, "function"));
-    if (callee.ends_with("getLogger") || callee.ends_with("get_logger")) return true;
-  }
-  return false;
+  return ctx.model.is_module_logger(text);
 }
 
 bool is_bool_tensor(const RuleContext& ctx, TSNode expr, const FunctionInfo& fn, int depth) {

@@ -5,10 +5,20 @@
 #include <cstring>
 #include <functional>
 
+extern "C" const TSLanguage* tree_sitter_python(void);
+
 namespace graphmend {
 
 TSNode field(TSNode node, const char* name) {
-  return ts_node_child_by_field_name(node, name, static_cast<uint32_t>(std::strlen(name)));
+  // Field names are string literals: cache their ids (the name lookup scans every field name).
+  thread_local std::unordered_map<const char*, TSFieldId> ids;
+  auto it = ids.find(name);
+  if (it == ids.end()) {
+    TSFieldId id = ts_language_field_id_for_name(tree_sitter_python(), name, static_cast<uint32_t>(std::strlen(name)));
+    it = ids.emplace(name, id).first;
+  }
+  if (it->second == 0 || ts_node_is_null(node)) return TSNode{};
+  return ts_node_child_by_field_id(node, it->second);
 }
 std::string_view type_of(TSNode node) { return ts_node_is_null(node) ? std::string_view{} : ts_node_type(node); }
 bool is_type(TSNode node, std::string_view type) { return !ts_node_is_null(node) && type_of(node) == type; }
@@ -27,6 +37,30 @@ TSNode unparenthesize(TSNode node) {
     node = inner;
   }
   return node;
+}
+
+std::vector<TSNode> named_children(TSNode node) {
+  std::vector<TSNode> out;
+  if (ts_node_is_null(node)) return out;
+  uint32_t count = ts_node_child_count(node);
+  if (count == 0) return out;
+  if (count <= 6) {
+    // Few children: direct access is cheaper than a cursor.
+    for (uint32_t i = 0; i < count; ++i) {
+      TSNode c = ts_node_child(node, i);
+      if (ts_node_is_named(c)) out.push_back(c);
+    }
+    return out;
+  }
+  TSTreeCursor cursor = ts_tree_cursor_new(node);
+  if (ts_tree_cursor_goto_first_child(&cursor)) {
+    do {
+      TSNode c = ts_tree_cursor_current_node(&cursor);
+      if (ts_node_is_named(c)) out.push_back(c);
+    } while (ts_tree_cursor_goto_next_sibling(&cursor));
+  }
+  ts_tree_cursor_delete(&cursor);
+  return out;
 }
 
 std::string_view to_string(ValueKind kind) {
@@ -111,21 +145,23 @@ ValueKind annotation_kind(std::string_view annotation) {
 }
 
 void for_each_named_child(TSNode node, const std::function<void(TSNode)>& fn) {
-  uint32_t n = ts_node_named_child_count(node);
-  for (uint32_t i = 0; i < n; ++i) fn(ts_node_named_child(node, i));
+  for (TSNode c : named_children(node)) fn(c);
 }
 
 // Visits `node`'s subtree, not descending into nested function or class definitions or lambdas.
 void walk_body(TSNode node, const std::function<void(TSNode)>& fn) {
-  uint32_t n = ts_node_named_child_count(node);
-  for (uint32_t i = 0; i < n; ++i) {
-    TSNode child = ts_node_named_child(node, i);
+  for (TSNode child : named_children(node)) {
     auto t = type_of(child);
     if (t == "function_definition" || t == "class_definition" || t == "decorated_definition" || t == "lambda")
       continue;
     fn(child);
     walk_body(child, fn);
   }
+}
+
+template <class F>
+void for_each_body_node(const FunctionInfo& fn, F&& visit) {
+  for (TSNode n : fn.body_nodes) visit(n);
 }
 
 }  // namespace
@@ -135,7 +171,7 @@ SemanticModel::SemanticModel(const Document& document, Scope scope) : document_(
   collect_imports(root);
   collect_module_constants(root);
   collect_definitions(root, nullptr, nullptr);
-  collect_compile_call_targets(root);
+  collect_compile_call_targets();
   infer_class_attributes();
   // Locals depend on callee return kinds and callers' argument kinds: iterate to a small fixpoint.
   for (int pass = 0; pass < 3; ++pass) {
@@ -146,10 +182,33 @@ SemanticModel::SemanticModel(const Document& document, Scope scope) : document_(
 }
 
 void SemanticModel::collect_imports(TSNode root) {
-  std::function<void(TSNode)> visit = [&](TSNode node) {
+  // One cursor pass over the whole tree: import statements (module level or local) and the calls that
+  // may be torch.compile(fn), resolved once the imports are known.
+  std::vector<TSNode> imports;
+  compile_calls_.clear();
+  TSTreeCursor cursor = ts_tree_cursor_new(root);
+  for (;;) {
+    TSNode node = ts_tree_cursor_current_node(&cursor);
     auto t = type_of(node);
-    if (t == "import_statement") {
-      for_each_named_child(node, [&](TSNode name) {
+    if (t == "import_statement" || t == "import_from_statement") {
+      imports.push_back(node);
+    } else if (t == "call") {
+      std::string_view callee = document_.node_text(field(node, "function"));
+      if (callee.ends_with("compile")) compile_calls_.push_back(node);
+    }
+    bool leaf = t == "import_statement" || t == "import_from_statement" || t == "string" || t == "comment";
+    if (!leaf && ts_tree_cursor_goto_first_child(&cursor)) continue;
+    while (!ts_tree_cursor_goto_next_sibling(&cursor)) {
+      if (!ts_tree_cursor_goto_parent(&cursor)) {
+        ts_tree_cursor_delete(&cursor);
+        goto done;
+      }
+    }
+  }
+done:
+  for (TSNode node : imports) {
+    if (is_type(node, "import_statement")) {
+      for (TSNode name : named_children(node)) {
         if (is_type(name, "dotted_name")) {
           std::string full = text_of(document_, name);
           std::string head = full.substr(0, full.find('.'));
@@ -157,13 +216,11 @@ void SemanticModel::collect_imports(TSNode root) {
         } else if (is_type(name, "aliased_import")) {
           imports_[text_of(document_, field(name, "alias"))] = text_of(document_, field(name, "name"));
         }
-      });
-    } else if (t == "import_from_statement") {
+      }
+    } else {
       TSNode module = field(node, "module_name");
       std::string mod = text_of(document_, module);
-      uint32_t n = ts_node_named_child_count(node);
-      for (uint32_t i = 0; i < n; ++i) {
-        TSNode child = ts_node_named_child(node, i);
+      for (TSNode child : named_children(node)) {
         if (ts_node_eq(child, module)) continue;
         if (is_type(child, "dotted_name")) {
           std::string name = text_of(document_, child);
@@ -172,12 +229,8 @@ void SemanticModel::collect_imports(TSNode root) {
           imports_[text_of(document_, field(child, "alias"))] = mod + "." + text_of(document_, field(child, "name"));
         }
       }
-    } else if (t == "function_definition" || t == "class_definition") {
-      // Imports inside functions bind locally; still resolve them file-wide (they are rare and unambiguous).
     }
-    for_each_named_child(node, visit);
-  };
-  visit(root);
+  }
   for (auto& [local, qualified] : imports_) {
     if (qualified == "torch" && (torch_alias_.empty() || local == "torch")) torch_alias_ = local;
   }
@@ -199,9 +252,7 @@ std::optional<std::string> SemanticModel::qualified_name(TSNode expr) const {
 }
 
 void SemanticModel::collect_definitions(TSNode node, ClassInfo* owner, FunctionInfo* parent) {
-  uint32_t n = ts_node_named_child_count(node);
-  for (uint32_t i = 0; i < n; ++i) {
-    TSNode child = ts_node_named_child(node, i);
+  for (TSNode child : named_children(node)) {
     TSNode def = child;
     if (is_type(child, "decorated_definition")) def = field(child, "definition");
     auto t = type_of(def);
@@ -230,6 +281,7 @@ void SemanticModel::collect_definitions(TSNode node, ClassInfo* owner, FunctionI
       if (fn->owner) fn->owner->methods[fn->name] = def;
       FunctionInfo* raw = fn.get();
       function_by_start_[ts_node_start_byte(def)] = raw;
+      walk_body(field(def, "body"), [&](TSNode n) { raw->body_nodes.push_back(n); });
       // Decorators: torch.compile entries and torch.compiler.disable'd functions.
       if (is_type(child, "decorated_definition")) {
         for_each_named_child(child, [&](TSNode deco) {
@@ -257,9 +309,7 @@ void SemanticModel::collect_definitions(TSNode node, ClassInfo* owner, FunctionI
 
 void SemanticModel::collect_module_constants(TSNode root) {
   std::unordered_map<std::string, int> assigned;
-  uint32_t n = ts_node_named_child_count(root);
-  for (uint32_t i = 0; i < n; ++i) {
-    TSNode stmt = ts_node_named_child(root, i);
+  for (TSNode stmt : named_children(root)) {
     if (!is_type(stmt, "expression_statement")) continue;
     TSNode a = ts_node_named_child(stmt, 0);
     if (is_type(a, "call")) {
@@ -275,6 +325,10 @@ void SemanticModel::collect_module_constants(TSNode root) {
     TSNode right = field(a, "right");
     auto rt = type_of(right);
     ++assigned[name];
+    if (is_type(right, "call")) {
+      std::string callee = text_of(document_, field(right, "function"));
+      if (callee.ends_with("getLogger") || callee.ends_with("get_logger")) module_loggers_.insert(name);
+    }
     if (rt == "true") module_constants_[name] = true;
     else if (rt == "false" || rt == "none") module_constants_[name] = false;
     else if (rt == "integer") module_constants_[name] = text_of(document_, right) != "0";
@@ -286,29 +340,27 @@ void SemanticModel::collect_module_constants(TSNode root) {
   }
 }
 
-void SemanticModel::collect_compile_call_targets(TSNode node) {
-  if (is_type(node, "call")) {
+void SemanticModel::collect_compile_call_targets() {
+  for (TSNode node : compile_calls_) {
     auto q = qualified_name(field(node, "function"));
     TSNode args = field(node, "arguments");
-    if (q && *q == "torch.compile" && ts_node_named_child_count(args) > 0) {
-      TSNode target = ts_node_named_child(args, 0);
-      std::string name = text_of(document_, target);
-      for (auto& f : functions_) {
-        if (!f->owner && !f->parent && f->name == name && !f->is_entry) {
-          f->is_entry = true;
-          f->entry_description = "function `" + name + "` passed to torch.compile";
-          f->entry_range = node_range(target);
-        }
+    if (!q || *q != "torch.compile" || ts_node_named_child_count(args) == 0) continue;
+    TSNode target = ts_node_named_child(args, 0);
+    std::string name = text_of(document_, target);
+    for (auto& f : functions_) {
+      if (!f->owner && !f->parent && f->name == name && !f->is_entry) {
+        f->is_entry = true;
+        f->entry_description = "function `" + name + "` passed to torch.compile";
+        f->entry_range = node_range(target);
       }
     }
   }
-  for_each_named_child(node, [&](TSNode c) { collect_compile_call_targets(c); });
 }
 
 void SemanticModel::collect_call_sites() {
   for (auto& f : functions_) f->call_site_args.clear();
   for (auto& f : functions_) {
-    walk_body(field(f->node, "body"), [&](TSNode node) {
+    for_each_body_node(*f, [&](TSNode node) {
       if (!is_type(node, "call")) return;
       const FunctionInfo* callee = resolve_callee(node, *f);
       if (!callee) return;
@@ -367,7 +419,7 @@ void SemanticModel::infer_class_attributes() {
   for (auto& fn : functions_) {
     if (!fn->owner) continue;
     ClassInfo* cls = fn->owner;
-    walk_body(field(fn->node, "body"), [&](TSNode node) {
+    for_each_body_node(*fn, [&](TSNode node) {
       if (is_type(node, "assignment")) {
         TSNode left = field(node, "left");
         TSNode right = field(node, "right");
@@ -523,7 +575,7 @@ void SemanticModel::infer_locals(FunctionInfo& fn) {
 
   ValueKind returns = ValueKind::Unknown;
   bool saw_return = false;
-  walk_body(field(fn.node, "body"), [&](TSNode node) {
+  for_each_body_node(fn, [&](TSNode node) {
     auto t = type_of(node);
     if (t == "assignment") {
       TSNode right = field(node, "right");
@@ -782,7 +834,7 @@ void SemanticModel::mark_compiled_regions(Scope scope) {
     for (auto& g : functions_) {
       if (g->parent == f && !g->compiled) enter(g.get(), f->entry_description, f->entry_range);
     }
-    walk_body(field(f->node, "body"), [&](TSNode node) {
+    for_each_body_node(*f, [&](TSNode node) {
       if (!is_type(node, "call")) return;
       const FunctionInfo* callee = resolve_callee(node, *f);
       if (callee && !callee->compiled && !disabled_.count(callee) && callee->name != "__init__" &&

@@ -88,6 +88,10 @@ Options parse(const std::vector<std::string>& args) {
       return args[++i];
     };
     std::string key = a.starts_with("--") ? a.substr(0, a.find('=')) : a;
+    if (a.size() > 2 && a.starts_with("-j") && std::isdigit(static_cast<unsigned char>(a[2]))) {
+      o.jobs = static_cast<unsigned>(std::max(1, std::atoi(a.c_str() + 2)));
+      continue;
+    }
     if (key == "--fix") o.fix = true;
     else if (key == "--unsafe-fixes") o.unsafe = true;
     else if (key == "--diff") o.diff = true;

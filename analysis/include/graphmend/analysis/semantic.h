@@ -56,6 +56,9 @@ struct FunctionInfo {
   ValueKind return_kind = ValueKind::Unknown;
   // Kinds of the positional arguments at each call site in this file (params inferred from them).
   std::vector<std::vector<ValueKind>> call_site_args;
+  // Every named node of the body in source order, nested definitions and lambdas left out: the passes
+  // over a function read this list instead of walking the tree again.
+  std::vector<TSNode> body_nodes;
 };
 
 class SemanticModel {
@@ -84,6 +87,8 @@ class SemanticModel {
   std::string attribute_constructor(const ClassInfo* cls, const std::string& name) const;
   // Functions registered with torch._dynamo.config.reorderable_logging_functions.add(...) in this file.
   bool is_deferred(std::string_view name) const { return deferred_.count(std::string(name)) > 0; }
+  // Module-level names bound to `logging.getLogger(...)` / `logging.get_logger(...)`.
+  bool is_module_logger(std::string_view name) const { return module_loggers_.count(std::string(name)) > 0; }
   // The function a call expression's callee names in this file (`helper`, `self.method`), if any.
   const FunctionInfo* resolve_callee(TSNode call, const FunctionInfo& caller) const;
   // Functions decorated with @torch.compiler.disable / @torch._dynamo.disable in this file.
@@ -100,7 +105,7 @@ class SemanticModel {
   void infer_class_attributes();
   void infer_locals(FunctionInfo& function);
   void mark_compiled_regions(Scope scope);
-  void collect_compile_call_targets(TSNode node);
+  void collect_compile_call_targets();
   void collect_call_sites();
   void collect_module_constants(TSNode root);
   ValueKind attribute_kind(const ClassInfo* cls, const std::string& name, int depth = 0) const;
@@ -118,6 +123,8 @@ class SemanticModel {
   // Module-level names bound once to a literal, and self attributes only ever set to literals: truthiness.
   std::unordered_map<std::string, bool> module_constants_;
   std::unordered_set<std::string> deferred_;
+  std::unordered_set<std::string> module_loggers_;
+  std::vector<TSNode> compile_calls_;  // calls whose callee text ends in "compile"
 };
 
 // Small tree-sitter helpers shared by rules and transforms.
@@ -125,5 +132,8 @@ TSNode field(TSNode node, const char* name);
 std::string_view type_of(TSNode node);
 bool is_type(TSNode node, std::string_view type);
 TSNode unparenthesize(TSNode node);
+// Named children in order, read with a tree cursor: ts_node_named_child(i) rescans from the first child,
+// which makes index loops quadratic on long blocks.
+std::vector<TSNode> named_children(TSNode node);
 
 }  // namespace graphmend
