@@ -184,3 +184,63 @@ TEST_CASE("debounce: adaptive to the median of recent analysis times, clamped; f
   for (int i = 0; i < 5; ++i) policy.record(milliseconds(4000));
   CHECK(policy.next(std::nullopt) == milliseconds(500));
 }
+
+TEST_CASE("features: diff_edits gives one edit per changed block and reproduces the text") {
+  const std::string before =
+      "import torch\n\nclass M:\n    def f(self, x):\n        if c:\n"
+      "            y = 1\n        else:\n            y = 2\n        return y\n";
+  const std::string after = "import torch\nimport x\n\nclass M:\n    def f(self, x):\n"
+                            "        y = where(c, 1, 2)\n        return y\n";
+  const auto edits = diff_edits(before, after);
+  REQUIRE(edits.size() == 2);
+  CHECK(edits[0].range == ByteRange{13, 13});
+  CHECK(edits[0].new_text == "import x\n");
+  CHECK(edits[1].new_text == "        y = where(c, 1, 2)\n");
+  CHECK(apply_edits(before, edits) == after);
+  CHECK(diff_edits(before, before).empty());
+  // Over the change budget: one edit.
+  CHECK(diff_edits(before, after, 1).size() == 1);
+  CHECK(apply_edits(before, diff_edits(before, after, 1)) == after);
+  // No trailing newline, and an emptied text.
+  CHECK(apply_edits("a\nb", diff_edits("a\nb", "a\nc")) == "a\nc");
+  CHECK(apply_edits("a\nb\n", diff_edits("a\nb\n", "")) == "");
+  CHECK(apply_edits("", diff_edits("", "x\ny\n")) == "x\ny\n");
+}
+
+TEST_CASE("features: diff_edits on random line edits always reproduces the target") {
+  uint32_t seed = 12345;
+  const auto next = [&seed](uint32_t bound) {
+    seed = seed * 1664525u + 1013904223u;
+    return (seed >> 8) % bound;
+  };
+  const char* pool[] = {"a\n", "b\n", "c\n", "def f():\n", "    return 1\n", "\n", "x = 1\n"};
+  for (int round = 0; round < 300; ++round) {
+    std::vector<std::string> lines;
+    const uint32_t count = next(30);
+    for (uint32_t i = 0; i < count; ++i) lines.push_back(pool[next(7)]);
+    std::vector<std::string> changed = lines;
+    const uint32_t mutations = next(6);
+    for (uint32_t i = 0; i < mutations; ++i) {
+      const uint32_t op = next(3);
+      const auto size = static_cast<std::ptrdiff_t>(changed.size());
+      const auto where = static_cast<std::ptrdiff_t>(next(static_cast<uint32_t>(size) + 1));
+      if (op == 0) {
+        changed.insert(changed.begin() + where, pool[next(7)]);
+      } else if (op == 1 && where < size) {
+        changed.erase(changed.begin() + where);
+      } else if (where < size) {
+        changed[static_cast<std::size_t>(where)] = pool[next(7)];
+      }
+    }
+    std::string before;
+    std::string after;
+    for (const auto& line : lines) before += line;
+    for (const auto& line : changed) after += line;
+    if (next(4) == 0 && !after.empty()) after.pop_back();  // no final newline
+    const auto edits = diff_edits(before, after);
+    REQUIRE_MESSAGE(apply_edits(before, edits) == after, "round " << round);
+    for (std::size_t i = 1; i < edits.size(); ++i) {
+      CHECK(edits[i - 1].range.end < edits[i].range.start);
+    }
+  }
+}

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <functional>
 
 namespace graphmend::lsp {
 namespace {
@@ -249,6 +250,133 @@ std::optional<TextEdit> minimal_edit(std::string_view before, std::string_view a
   edit.range = {static_cast<uint32_t>(prefix), static_cast<uint32_t>(before.size() - suffix)};
   edit.new_text = std::string(after.substr(prefix, after.size() - suffix - prefix));
   return edit;
+}
+
+namespace {
+
+// Lines with their terminators; the last may lack one.
+std::vector<std::string_view> split_lines(std::string_view text) {
+  std::vector<std::string_view> lines;
+  std::size_t start = 0;
+  while (start < text.size()) {
+    std::size_t end = text.find('\n', start);
+    end = end == std::string_view::npos ? text.size() : end + 1;
+    lines.push_back(text.substr(start, end - start));
+    start = end;
+  }
+  return lines;
+}
+
+}  // namespace
+
+std::vector<TextEdit> diff_edits(std::string_view before, std::string_view after,
+                                 int max_changes) {
+  if (before == after) return {};
+  const std::vector<std::string_view> a_all = split_lines(before);
+  const std::vector<std::string_view> b_all = split_lines(after);
+  // Common leading and trailing lines are not part of the search.
+  std::size_t prefix = 0;
+  while (prefix < a_all.size() && prefix < b_all.size() && a_all[prefix] == b_all[prefix]) {
+    ++prefix;
+  }
+  std::size_t suffix = 0;
+  while (suffix < a_all.size() - prefix && suffix < b_all.size() - prefix &&
+         a_all[a_all.size() - 1 - suffix] == b_all[b_all.size() - 1 - suffix]) {
+    ++suffix;
+  }
+  const auto n = static_cast<int>(a_all.size() - prefix - suffix);
+  const auto m = static_cast<int>(b_all.size() - prefix - suffix);
+  const auto a = [&](int i) { return a_all[prefix + static_cast<std::size_t>(i)]; };
+  const auto b = [&](int j) { return b_all[prefix + static_cast<std::size_t>(j)]; };
+
+  // Myers' O((N+M)D) greedy search; trace[d] holds V after step d - 1, for k in [-d-1, d+1].
+  const int max_d = std::min(n + m, max_changes);
+  std::vector<std::vector<int>> trace;
+  std::vector<int> v(static_cast<std::size_t>(2 * (n + m) + 3), 0);
+  const int offset = n + m + 1;
+  const auto at = [&](std::vector<int>& values, int k) -> int& {
+    return values[static_cast<std::size_t>(k + offset)];
+  };
+  int found = -1;
+  for (int d = 0; d <= max_d && found < 0; ++d) {
+    trace.emplace_back(v.begin() + (offset - d - 1), v.begin() + (offset + d + 2));
+    for (int k = -d; k <= d; k += 2) {
+      int x = (k == -d || (k != d && at(v, k - 1) < at(v, k + 1))) ? at(v, k + 1)
+                                                                   : at(v, k - 1) + 1;
+      int y = x - k;
+      while (x < n && y < m && a(x) == b(y)) {
+        ++x;
+        ++y;
+      }
+      at(v, k) = x;
+      if (x >= n && y >= m) {
+        found = d;
+        break;
+      }
+    }
+  }
+  if (found < 0) {
+    std::vector<TextEdit> single;
+    if (auto edit = minimal_edit(before, after)) single.push_back(std::move(*edit));
+    return single;
+  }
+
+  // Walk back: each step is a deleted line of `a` or an inserted line of `b`.
+  struct Step {
+    bool insert;
+    int index;  // line in a (delete) or b (insert)
+    int a_pos;  // position in a where it applies
+  };
+  std::vector<Step> steps;
+  int x = n;
+  int y = m;
+  for (int d = found; d > 0; --d) {
+    const std::vector<int>& prev = trace[static_cast<std::size_t>(d)];
+    const auto prev_at = [&](int k) { return prev[static_cast<std::size_t>(k + d + 1)]; };
+    const int k = x - y;
+    const bool down = k == -d || (k != d && prev_at(k - 1) < prev_at(k + 1));
+    const int prev_k = down ? k + 1 : k - 1;
+    const int prev_x = prev_at(prev_k);
+    const int prev_y = prev_x - prev_k;
+    while (x > prev_x && y > prev_y) {
+      --x;
+      --y;
+    }
+    if (down) {
+      steps.push_back({true, prev_y, prev_x});
+    } else {
+      steps.push_back({false, prev_x, prev_x});
+    }
+    x = prev_x;
+    y = prev_y;
+  }
+  std::reverse(steps.begin(), steps.end());
+
+  // Byte offset of each line of `a` (within `before`).
+  std::vector<uint32_t> a_offset(a_all.size() + 1, 0);
+  for (std::size_t i = 0; i < a_all.size(); ++i) {
+    a_offset[i + 1] = a_offset[i] + static_cast<uint32_t>(a_all[i].size());
+  }
+  std::vector<TextEdit> edits;
+  std::size_t i = 0;
+  while (i < steps.size()) {
+    // A hunk: consecutive steps that touch the same stretch of `a`.
+    const int start = steps[i].a_pos;
+    int end = start;
+    std::string inserted;
+    while (i < steps.size() && steps[i].a_pos <= end) {
+      if (steps[i].insert) {
+        inserted.append(b(steps[i].index));
+      } else {
+        end = steps[i].index + 1;
+      }
+      ++i;
+    }
+    edits.push_back({{a_offset[prefix + static_cast<std::size_t>(start)],
+                      a_offset[prefix + static_cast<std::size_t>(end)]},
+                     std::move(inserted)});
+  }
+  return edits;
 }
 
 }  // namespace graphmend::lsp

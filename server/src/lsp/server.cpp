@@ -1024,8 +1024,8 @@ struct Server::Impl {
       try {
         const FixAllResult fixed = fix_all(path, *snapshot->text, config, options);
         if (fixed.changed) {
-          if (auto edit = minimal_edit(*snapshot->text, fixed.text)) {
-            edits.push_back(to_lsp_edit(snapshot->lines, *edit, encoding_used));
+          for (const TextEdit& edit : diff_edits(*snapshot->text, fixed.text)) {
+            edits.push_back(to_lsp_edit(snapshot->lines, edit, encoding_used));
           }
         }
       } catch (const std::exception& exception) {
