@@ -322,8 +322,14 @@ class BreakRecorder(logging.Handler):
                     break
         if function and function.startswith("torch_dynamo_resume_in_"):
             function = function[len("torch_dynamo_resume_in_"):].rsplit("_at_", 1)[0]
+        code = None
+        if file and line:
+            import linecache
+
+            code = linecache.getline(file, line).strip() or None
         return {
             "type": gb_type or "unknown",
+            "code": code,
             "registry_id": registry_id,
             "explanation": explanation,
             "file": file,
@@ -461,9 +467,15 @@ def set_mode(torch, fn, mode):
         fn.train(mode == "train")
 
 
+def apply_threads(torch, spec):
+    if spec.get("threads"):
+        torch.set_num_threads(int(spec["threads"]))
+
+
 def run_prepare(spec, result):
     import torch
 
+    apply_threads(torch, spec)
     module = import_target(spec)
     seed_everything(torch, spec["seed"])
     fn, args, kwargs = call_factory(module, spec["factory"])
@@ -490,6 +502,7 @@ def run_prepare(spec, result):
 def run_measure(spec, result):
     import torch
 
+    apply_threads(torch, spec)
     counters = None
     try:
         from torch._dynamo.utils import counters

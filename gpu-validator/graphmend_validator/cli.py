@@ -23,6 +23,7 @@ def main(argv):
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--timeout", type=float, default=600.0)
     parser.add_argument("--mode", default="eval", choices=["eval", "train"])
+    parser.add_argument("--threads", type=int, default=None)
     args = parser.parse_args(argv)
 
     def fail(kind, message):
@@ -37,7 +38,7 @@ def main(argv):
         return fail(probe["error"]["kind"], probe["error"]["message"])
     params = {"target": args.target, "fixed_source": None if args.fixed in (None, "none") else args.fixed,
               "fixed_module": args.fixed_module, "device": args.device, "backend": args.backend, "repeats": args.repeats,
-              "timeout_s": args.timeout, "mode": args.mode}
+              "timeout_s": args.timeout, "mode": args.mode, "threads": args.threads}
 
     def progress(message, percentage):
         print(f"graphmend_validator: {message} ({percentage}%)", file=sys.stderr)

@@ -33,6 +33,7 @@ DEFAULTS = {
     "iters": 20,
     "max_steady_s": 5.0,
     "memory_limit_mb": None,  # default: 3/4 of physical memory
+    "threads": None,  # torch.set_num_threads in every arm (default: torch's own choice)
     "rtol": 1e-5,
     "atol": 1e-6,
     "compiled_rtol": 1e-3,
@@ -166,6 +167,9 @@ class Validation:
         for key in ("timeout_s", "max_steady_s", "rtol", "atol", "compiled_rtol", "compiled_atol"):
             if not isinstance(self.p[key], (int, float)) or isinstance(self.p[key], bool) or self.p[key] < 0:
                 raise ValidateError(-32602, "bad_params", f"{key} must be a non-negative number")
+        threads = self.p["threads"]
+        if threads is not None and (not isinstance(threads, int) or isinstance(threads, bool) or threads < 1):
+            raise ValidateError(-32602, "bad_params", "threads must be a positive integer")
         if self.p["timeout_s"] <= 0:
             raise ValidateError(-32602, "bad_params", "timeout_s must be positive")
         if self.p["mode"] not in ("eval", "train"):
@@ -213,6 +217,7 @@ class Validation:
             "atol": self.p["atol"],
             "compiled_rtol": self.p["compiled_rtol"],
             "compiled_atol": self.p["compiled_atol"],
+            "threads": self.p["threads"],
             "state_path": os.path.join(self.workdir, "state.pt"),
             "inputs_path": os.path.join(self.workdir, "inputs.pt"),
             "reference_path": os.path.join(self.workdir, "reference.pt"),
@@ -332,6 +337,7 @@ class Validation:
             "backend": self.p["backend"],
             "mode": self.p["mode"],
             "repeats": repeats,
+            "threads": self.p["threads"],
             "torch_version": self.probe.get("torch_version"),
             "python": self.python,
             "module_name": self.module_name,
@@ -373,6 +379,7 @@ class Validation:
             out["cold_start_speedup"] = o["cold_start_s"] / f["cold_start_s"] if f["cold_start_s"] else None
             out["steady_state_speedup"] = o["steady_state_s"] / f["steady_state_s"] if f["steady_state_s"] else None
             out["graph_breaks_removed"] = o["graph_break_count"] - f["graph_break_count"]
+            out["break_sites"] = match_sites(o["breaks"], f["breaks"])
         else:
             out["outputs_match"] = None
             out["cold_start_speedup"] = None
@@ -389,6 +396,7 @@ class Validation:
             "graph_count": first["graph_count"],
             "graph_break_count": first["graph_break_count"],
             "breaks": first["breaks"],
+            "break_sites": len(first["breaks"]),
             "fullgraph": first.get("fullgraph"),
             "fullgraph_error": first.get("fullgraph_error"),
             "recompiles": max(r["recompiles"] for r in runs),
@@ -418,6 +426,17 @@ class Validation:
             agg["state_dict_missing"] = missing
             agg["state_dict_unexpected"] = unexpected
         return agg
+
+
+def match_sites(original, fixed):
+    """Original vs fixed break sites matched by function, statement text and type (line numbers move
+    when a fix adds or removes lines): how many went away, stayed, or are new."""
+    def key(site):
+        return (site.get("function"), site.get("code"), site.get("type"))
+
+    before = {key(s) for s in original}
+    after = {key(s) for s in fixed}
+    return {"removed": len(before - after), "remaining": len(before & after), "new": len(after - before)}
 
 
 def _max_or_none(values):

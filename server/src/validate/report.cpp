@@ -236,14 +236,25 @@ std::string format_table(const json& result) {
     if (!match && field(result, "outputs_difference").is_string()) out << "  (" << field(result, "outputs_difference").get<std::string>() << ")";
     out << "\n";
   }
-  // Honest numbers: say so when single calls varied so much that the steady-state ratio means little.
+  // Honest numbers: say so when the repeats' medians disagree so much that the steady-state ratio means little.
   for (const auto& [name, arm] : {std::pair<std::string_view, const json*>{"original", &original}, {"fixed", &fixed}}) {
-    const json& lo = field(*arm, "steady_state_min_s");
-    const json& hi = field(*arm, "steady_state_max_s");
-    if (lo.is_number() && hi.is_number() && lo.get<double>() > 0 && hi.get<double>() / lo.get<double>() > 3.0) {
-      out << "warning: " << name << " steady-state calls ranged " << format_seconds(lo) << " to " << format_seconds(hi)
-          << " (a busy machine?): read the steady-state ratio with care\n";
+    const json& samples = field(*arm, "steady_state_samples_s");
+    if (!samples.is_array() || samples.size() < 2) continue;
+    double lo = 0, hi = 0;
+    for (const json& sample : samples) {
+      if (!sample.is_number()) continue;
+      const double v = sample.get<double>();
+      lo = lo == 0 ? v : std::min(lo, v);
+      hi = std::max(hi, v);
     }
+    if (lo > 0 && hi / lo > 2.0) {
+      out << "warning: " << name << " steady state varied from " << format_seconds(json(lo)) << " to "
+          << format_seconds(json(hi)) << " between repeats (a busy machine? try --threads 1): read its ratio with care\n";
+    }
+  }
+  if (const json& sites = field(result, "break_sites"); sites.is_object()) {
+    out << "break sites (matched by function and statement): " << text_of(field(sites, "removed")) << " removed, "
+        << text_of(field(sites, "remaining")) << " remaining, " << text_of(field(sites, "new")) << " new\n";
   }
   if (field(result, "reference_deterministic").is_boolean() && !field(result, "reference_deterministic").get<bool>()) {
     out << "warning: the original's eager output differs between runs (nondeterministic model)\n";

@@ -52,6 +52,8 @@ options:
   --repeats N             measured runs per arm, alternated (default 3)
   --timeout S             time limit per arm in seconds (default 600)
   --mode eval|train       eval + no_grad (default) or train (forward and backward)
+  --threads N             torch.set_num_threads(N) in every arm (steadier CPU numbers on a busy
+                          machine; default: torch's own choice)
   --json                  print one JSON object instead of the table
   --report DIR            write DIR/validation.json and DIR/report.html
   --quiet                 no progress on stderr
@@ -72,6 +74,7 @@ struct Options {
   std::string device = "auto";
   std::string backend = "inductor";
   int repeats = 3;
+  int threads = 0;
   double timeout_s = 600;
   std::string mode = "eval";
   bool json_output = false;
@@ -107,7 +110,7 @@ std::optional<Options> parse_args(const std::vector<std::string>& args, std::str
     } else if (arg == "--quiet" || arg == "-q") {
       options.quiet = true;
     } else if (arg == "--fixed" || arg == "--fixed-module" || arg == "--python" || arg == "--device" || arg == "--backend" || arg == "--repeats" ||
-               arg == "--timeout" || arg == "--mode" || arg == "--report") {
+               arg == "--threads" || arg == "--timeout" || arg == "--mode" || arg == "--report") {
       auto v = value();
       if (!v) return std::nullopt;
       if (arg == "--fixed") {
@@ -136,6 +139,14 @@ std::optional<Options> parse_args(const std::vector<std::string>& args, std::str
           return std::nullopt;
         }
         options.repeats = n;
+      } else if (arg == "--threads") {
+        int n = 0;
+        auto [end, ec] = std::from_chars(v->data(), v->data() + v->size(), n);
+        if (ec != std::errc() || end != v->data() + v->size() || n < 1 || n > 4096) {
+          error = "--threads must be a positive whole number, got `" + *v + "`";
+          return std::nullopt;
+        }
+        options.threads = n;
       } else if (arg == "--timeout") {
         char* end = nullptr;
         const double s = std::strtod(v->c_str(), &end);
@@ -345,6 +356,7 @@ int run_validate_command(const std::vector<std::string>& args) {
       {"timeout_s", options.timeout_s},
       {"mode", options.mode},
   };
+  if (options.threads > 0) params["threads"] = options.threads;
 
   // Ctrl-C / SIGTERM: cancel the request; the validator kills the running arm's process group.
   g_interrupted = 0;
