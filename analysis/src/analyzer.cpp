@@ -126,7 +126,7 @@ bool file_is_exempt(std::string_view text) {
 
 Analysis analyze(const Document& document, const Config& config) {
   Analysis result;
-  auto model = std::make_shared<SemanticModel>(document, config.scope);
+  auto model = std::make_shared<SemanticModel>(document, config.scope, config.traced_from_workspace);
   result.model = model;
   if (file_is_exempt(document.text())) return result;
 

@@ -166,12 +166,22 @@ void for_each_body_node(const FunctionInfo& fn, F&& visit) {
 
 }  // namespace
 
-SemanticModel::SemanticModel(const Document& document, Scope scope) : document_(document) {
+SemanticModel::SemanticModel(const Document& document, Scope scope, const std::vector<std::string>& traced_from_workspace)
+    : document_(document) {
   TSNode root = document.root();
   collect_imports(root);
   collect_module_constants(root);
   collect_definitions(root, nullptr, nullptr);
   collect_compile_call_targets();
+  for (const std::string& name : traced_from_workspace) {
+    for (auto& f : functions_) {
+      if (!f->owner && !f->parent && f->name == name && !f->is_entry) {
+        f->is_entry = true;
+        f->entry_description = "function `" + name + "`, called from compiled code in another workspace file";
+        f->entry_range = node_range(field(f->node, "name"));
+      }
+    }
+  }
   infer_class_attributes();
   // Locals depend on callee return kinds and callers' argument kinds: iterate to a small fixpoint.
   for (int pass = 0; pass < 3; ++pass) {
@@ -842,6 +852,25 @@ void SemanticModel::mark_compiled_regions(Scope scope) {
         enter(const_cast<FunctionInfo*>(callee), f->entry_description, f->entry_range);
     });
   }
+}
+
+std::vector<std::pair<std::string, std::string>> SemanticModel::imported_calls_from_traced_code() const {
+  std::vector<std::pair<std::string, std::string>> out;
+  for (auto& f : functions_) {
+    if (!f->compiled) continue;
+    for (TSNode node : f->body_nodes) {
+      if (!is_type(node, "call")) continue;
+      TSNode callee = unparenthesize(field(node, "function"));
+      if (!is_type(callee, "identifier")) continue;
+      auto it = imports_.find(text_of(document_, callee));
+      if (it == imports_.end()) continue;
+      const std::string& q = it->second;
+      auto dot = q.rfind('.');
+      if (dot == std::string::npos || q.starts_with("torch.")) continue;
+      out.emplace_back(q.substr(0, dot), q.substr(dot + 1));
+    }
+  }
+  return out;
 }
 
 const FunctionInfo* SemanticModel::function_for(TSNode definition) const {

@@ -6,6 +6,7 @@
 #include <iostream>
 #include <map>
 #include <mutex>
+#include <set>
 #include <sstream>
 #include <thread>
 #include <variant>
@@ -14,6 +15,7 @@
 #include "cli/source_file.h"
 #include "commands.h"
 #include "graphmend/analysis/analyzer.h"
+#include "graphmend/analysis/semantic.h"
 #include "graphmend/transforms/fixer.h"
 
 namespace graphmend::cli {
@@ -205,10 +207,43 @@ struct Outcome {
   bool config_error = false;
   std::string diff;       // --diff output
   bool changed = false;
+  std::vector<std::pair<std::string, std::string>> imported_calls;  // (module, function) called from traced code
 };
 
+// Dotted module name of a file inside packages (folders with __init__.py), e.g. "transformers.utils.generic".
+std::string module_name_of(const fs::path& file) {
+  std::error_code ec;
+  fs::path p = fs::absolute(file, ec).lexically_normal();
+  std::string name = p.stem().string();
+  std::vector<std::string> parts;
+  if (name != "__init__") parts.push_back(name);
+  for (fs::path dir = p.parent_path(); fs::exists(dir / "__init__.py", ec); dir = dir.parent_path()) {
+    parts.push_back(dir.filename().string());
+    if (dir == dir.parent_path()) break;
+  }
+  std::string out;
+  for (auto it = parts.rbegin(); it != parts.rend(); ++it) out += (out.empty() ? "" : ".") + *it;
+  return out;
+}
+
+// `.utils` imported from `pkg.models.bert.modeling_bert` -> `pkg.models.bert.utils`.
+std::string resolve_module(const std::string& importer, bool importer_is_package, const std::string& module) {
+  if (!module.starts_with(".")) return module;
+  size_t dots = module.find_first_not_of('.');
+  if (dots == std::string::npos) dots = module.size();
+  std::string base = importer;
+  size_t up = importer_is_package ? dots - 1 : dots;
+  for (size_t i = 0; i < up; ++i) {
+    auto d = base.rfind('.');
+    base = d == std::string::npos ? "" : base.substr(0, d);
+  }
+  std::string rest = module.substr(dots);
+  if (rest.empty()) return base;
+  return base.empty() ? rest : base + "." + rest;
+}
+
 Outcome check_one(const fs::path& path, const std::optional<std::string>& stdin_bytes, const Options& o,
-                  ConfigResolver& configs) {
+                  ConfigResolver& configs, const std::vector<std::string>& traced_from_workspace) {
   Outcome out;
   out.report.path = path.string();
   auto read = stdin_bytes ? source_from_bytes(path, *stdin_bytes) : read_source(path);
@@ -220,6 +255,7 @@ Outcome check_one(const fs::path& path, const std::optional<std::string>& stdin_
   Config config;
   try {
     config = configs.for_file(path);
+    config.traced_from_workspace = traced_from_workspace;
   } catch (const ConfigError& e) {
     out.error = e.what();
     out.config_error = true;
@@ -231,6 +267,7 @@ Outcome check_one(const fs::path& path, const std::optional<std::string>& stdin_
   if ((o.fix || o.diff) && document.has_syntax_errors()) {
     // Never touch a file we could not fully read; report what we can.
   } else if (o.fix || o.diff) {
+    out.imported_calls = analyze(document, config).model->imported_calls_from_traced_code();
     FixAllResult fixed = fix_all(path.string(), source.text, config, FixOptions{o.unsafe, 8});
     if (fixed.changed) {
       out.changed = true;
@@ -254,6 +291,7 @@ Outcome check_one(const fs::path& path, const std::optional<std::string>& stdin_
     }
   }
   Analysis analysis = analyze(document, config);
+  if (out.imported_calls.empty()) out.imported_calls = analysis.model->imported_calls_from_traced_code();
   attach_fixes(document, analysis);
   out.report.text = source.text;
   out.report.findings = std::move(analysis.findings);
@@ -299,22 +337,56 @@ int run_check(const std::vector<std::string>& args) {
   else files = discover_python_files(roots, errors);
 
   std::vector<Outcome> outcomes(files.size());
-  std::atomic<size_t> next{0};
-  auto worker = [&] {
-    for (size_t i = next++; i < files.size(); i = next++) {
-      try {
-        outcomes[i] = check_one(files[i], stdin_bytes, o, *configs);
-      } catch (const std::exception& e) {
-        outcomes[i].report.path = files[i].string();
-        outcomes[i].error = files[i].string() + ": internal error: " + e.what();
+  std::vector<std::vector<std::string>> traced(files.size());  // per file: functions traced from other files
+  auto run_pass = [&](const std::vector<size_t>& which) {
+    std::atomic<size_t> next{0};
+    auto worker = [&] {
+      for (size_t k = next++; k < which.size(); k = next++) {
+        size_t i = which[k];
+        try {
+          outcomes[i] = check_one(files[i], stdin_bytes, o, *configs, traced[i]);
+        } catch (const std::exception& e) {
+          outcomes[i] = Outcome{};
+          outcomes[i].report.path = files[i].string();
+          outcomes[i].error = files[i].string() + ": internal error: " + e.what();
+        }
       }
-    }
+    };
+    unsigned n_threads = std::min<unsigned>(o.jobs, static_cast<unsigned>(std::max<size_t>(1, which.size())));
+    std::vector<std::thread> pool;
+    for (unsigned t = 1; t < n_threads; ++t) pool.emplace_back(worker);
+    worker();
+    for (auto& t : pool) t.join();
   };
-  unsigned n_threads = std::min<unsigned>(o.jobs, static_cast<unsigned>(std::max<size_t>(1, files.size())));
-  std::vector<std::thread> pool;
-  for (unsigned t = 1; t < n_threads; ++t) pool.emplace_back(worker);
-  worker();
-  for (auto& t : pool) t.join();
+  std::vector<size_t> all(files.size());
+  for (size_t i = 0; i < files.size(); ++i) all[i] = i;
+  run_pass(all);
+  // Workspace pass: functions that traced code imports from other checked files are traced too. Files
+  // that gain such functions are checked again (a few rounds: helpers of helpers).
+  if (!stdin_bytes && files.size() > 1) {
+    std::map<std::string, size_t> by_module;
+    std::vector<std::string> modules(files.size());
+    for (size_t i = 0; i < files.size(); ++i) {
+      modules[i] = module_name_of(files[i]);
+      by_module.emplace(modules[i], i);
+    }
+    for (int round = 0; round < 3; ++round) {
+      std::set<size_t> again;
+      for (size_t i = 0; i < files.size(); ++i) {
+        bool is_package = files[i].filename() == "__init__.py";
+        for (const auto& [module, function] : outcomes[i].imported_calls) {
+          auto it = by_module.find(resolve_module(modules[i], is_package, module));
+          if (it == by_module.end() || it->second == i) continue;
+          auto& names = traced[it->second];
+          if (std::find(names.begin(), names.end(), function) != names.end()) continue;
+          names.push_back(function);
+          again.insert(it->second);
+        }
+      }
+      if (again.empty()) break;
+      run_pass(std::vector<size_t>(again.begin(), again.end()));
+    }
+  }
 
   std::vector<FileReport> reports;
   bool any_diff = false, internal_error = false;

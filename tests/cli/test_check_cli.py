@@ -225,3 +225,20 @@ def test_rule_pages_match_the_metadata(tmp_path):
     text = run("rule", "GM101").stdout.decode()
     assert text.startswith("# GM101 tensor-if") and "GB0170" in text and "Data-dependent branching" in text
     assert run("rule", "GM999").returncode == 2
+
+
+def test_functions_called_from_compiled_code_in_other_files_are_traced(tmp_path):
+    pkg = tmp_path / "pkg"
+    (pkg / "sub").mkdir(parents=True)
+    write(pkg / "__init__.py", "")
+    write(pkg / "sub" / "__init__.py", "")
+    write(pkg / "helpers.py", "import torch\n\n\ndef clamp_if_large(t):\n    if t.abs().max() > 10:\n"
+          "        t = t / 10\n    return t\n\n\ndef unused(t):\n    print(t)\n")
+    write(pkg / "sub" / "model.py", "import torch\nfrom torch import nn\nfrom ..helpers import clamp_if_large\n\n\n"
+          "class Net(nn.Module):\n    def forward(self, x):\n        return clamp_if_large(x * 2)\n")
+    result = findings(pkg)
+    assert [(pathlib.Path(f["filename"]).name, f["location"]["row"], f["code"]) for f in result] == [
+        ("helpers.py", 5, "GM101")]
+    assert "another workspace file" in result[0]["graphmend"]["related"][0]["message"]
+    # Alone, the helper file has no compiled region.
+    assert findings(pkg / "helpers.py") == []

@@ -20,6 +20,9 @@ struct Config {
   std::vector<std::string> extend_select;
   std::vector<std::pair<std::string, std::vector<std::string>>> per_file_ignores;  // glob -> prefixes
   Scope scope = Scope::Compiled;
+  // Functions of this file that compiled code in other workspace files calls (set by the workspace
+  // pass of `graphmend check` and the server, not by users): they are traced too.
+  std::vector<std::string> traced_from_workspace;
   std::vector<std::string> validate_targets;  // "path.py::factory"
   std::optional<std::filesystem::path> source;  // the pyproject.toml it came from
 

@@ -63,7 +63,11 @@ struct FunctionInfo {
 
 class SemanticModel {
  public:
-  SemanticModel(const Document& document, Scope scope);
+  SemanticModel(const Document& document, Scope scope, const std::vector<std::string>& traced_from_workspace = {});
+
+  // Calls from traced code to functions imported from other modules: (module as written, name).
+  // Relative modules keep their dots (".utils"). The workspace pass resolves them to files.
+  std::vector<std::pair<std::string, std::string>> imported_calls_from_traced_code() const;
 
   const Document& document() const { return document_; }
 
