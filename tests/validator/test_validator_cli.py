@@ -36,6 +36,9 @@ def test_breaks_go_to_zero_with_equal_outputs(tmp_path):
     assert fixed["fullgraph"] is True and fixed["recompiles"] == 0
     assert orig["compiled_matches_eager"] and fixed["compiled_matches_eager"]
     assert out["outputs_match"] is True and out["outputs_max_abs_diff"] == 0.0
+    assert out["break_sites"] == {"removed": 3, "remaining": 0, "new": 0}
+    assert {b["code"] for b in orig["breaks"]} == {"if h.mean() > 0.1:", 'print("hidden norm computed")',
+                                                   "scale = h.abs().max().item()"}
     for arm in (orig, fixed):
         assert arm["runs"] == 2 and len(arm["cold_start_samples_s"]) == 2
         assert 0 < arm["steady_state_s"] < arm["cold_start_s"]
@@ -210,6 +213,7 @@ def test_bad_target(target, kind, words):
     (["--timeout", "-1"], "--timeout"),
     (["--device", "tpu"], "--device"),
     (["--mode", "infer"], "--mode"),
+    (["--threads", "0"], "--threads"),
     (["--bogus"], "unknown option"),
     ([], "missing TARGET"),
 ])
