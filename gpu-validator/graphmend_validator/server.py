@@ -121,6 +121,7 @@ class Server:
         self.probe = None
         self.running = {}  # request id (as JSON text) -> (thread, cancel event)
         self.shutdown_requested = False
+        self.validate_lock = threading.Lock()
 
     # -- output ---------------------------------------------------------------------------------
 
@@ -294,7 +295,11 @@ class Server:
             self.notify("$/progress", {"token": token, "value": {"kind": "begin", "title": "graphmend validate", "percentage": 0}})
             reply = None
             try:
-                reply = {"result": validation.run()}
+                # One validation at a time: concurrent arms would skew each other's timings.
+                with self.validate_lock:
+                    if cancel.is_set():
+                        raise Cancelled()
+                    reply = {"result": validation.run()}
             except Cancelled:
                 reply = {"error": (REQUEST_CANCELLED, "validation cancelled; its processes were killed", None)}
             except Exception as exc:
