@@ -114,6 +114,16 @@ constexpr std::array<std::string_view, 6> kStaticAnnotations{"bool", "int", "flo
 
 std::string text_of(const Document& doc, TSNode node) { return std::string(doc.node_text(node)); }
 
+// Parameter names that read as switches (`output_hidden_states`, `use_cache`, `return_dict`): Python
+// values, whatever their default.
+bool looks_like_flag(std::string_view name) {
+  for (std::string_view prefix : {"output_", "use_", "return_", "is_", "has_", "do_", "should_", "enable_",
+                                  "disable_", "with_", "apply_", "interpolate_", "skip_", "need_", "keep_"}) {
+    if (name.starts_with(prefix)) return true;
+  }
+  return name.ends_with("_flag") || name == "training" || name == "verbose" || name == "debug" || name == "causal";
+}
+
 ValueKind merge(ValueKind a, ValueKind b) {
   // Tensor dominates (an Optional[Tensor] is a tensor where it is used), then data-dependent values.
   if (a == ValueKind::Tensor || b == ValueKind::Tensor) return ValueKind::Tensor;
@@ -530,7 +540,7 @@ void SemanticModel::infer_locals(FunctionInfo& fn) {
       auto vt = type_of(value);
       if (vt == "true" || vt == "false" || vt == "integer" || vt == "float" || vt == "string") kind = ValueKind::Static;
       // Optional inputs named like Hugging Face tensors (attention_mask=None, position_ids=None, labels=None).
-      if (vt == "none") {
+      if (vt == "none" && !looks_like_flag(name)) {
         std::string_view n = name;
         if (n == "mask" || n.ends_with("_mask") || n.ends_with("_ids") || n.ends_with("_states") ||
             n.ends_with("_embeds") || n == "labels" || n.ends_with("_values") || n.ends_with("_features") ||
@@ -549,7 +559,7 @@ void SemanticModel::infer_locals(FunctionInfo& fn) {
     if (kind == ValueKind::Unknown && t == "identifier") {
       // An unannotated, default-less input of a module's forward or of a compiled function is a tensor.
       bool entry_like = (fn.owner && fn.owner->is_module && fn.name == "forward") || fn.is_entry;
-      if (entry_like) kind = ValueKind::Tensor;
+      if (entry_like && !looks_like_flag(name)) kind = ValueKind::Tensor;
     }
     if (kind == ValueKind::Unknown && !fn.call_site_args.empty()) {
       // A helper's parameter is a tensor when every call site in the file passes one.
