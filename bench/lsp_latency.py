@@ -46,8 +46,10 @@ class Server:
 
     def __init__(self, name: str, command: list[str], init_options: dict):
         self.name = name
+        # Server logs go to $LSP_BENCH_STDERR when set (for debugging the benchmark), else nowhere.
+        self.stderr = open(os.environ.get("LSP_BENCH_STDERR", os.devnull), "w")
         self.process = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                        stderr=open(os.environ.get("LSP_BENCH_STDERR", os.devnull), "w"), cwd=tempfile.gettempdir())
+                                        stderr=self.stderr, cwd=tempfile.gettempdir())
         self.inbox: queue.Queue = queue.Queue()
         self.next_id = 0
         threading.Thread(target=self._read, daemon=True).start()
@@ -134,6 +136,7 @@ class Server:
         except Exception:  # noqa: BLE001 - a benchmark must not hang on a bad shutdown
             self.process.kill()
             self.process.wait()
+        self.stderr.close()
 
 
 def modeling_files() -> list[str]:

@@ -20,7 +20,7 @@ def utf16_offset(line_text, character):
 def position_to_index(text, position):
     lines = text.split("\n")
     line = min(position["line"], len(lines) - 1)
-    start = sum(len(l) + 1 for l in lines[:line])
+    start = sum(len(text_line) + 1 for text_line in lines[:line])
     return start + utf16_offset(lines[line], position["character"])
 
 
