@@ -134,8 +134,9 @@ for spec in "${targets[@]}"; do
   name="$(printf '%02d' "$index")-$(printf '%s' "$target" | tr -c 'A-Za-z0-9_.-' '_' | tail -c 60)"
   if (( SECONDS - began > budget_s )); then
     log "[$index/${#targets[@]}] $target: not run (past the ${budget_s} s budget)"
-    printf '{"ok": false, "target": "%s", "error": {"kind": "not_run", "message": "time budget spent"}}\n' \
-      "$target" >"$out/$name.json"
+    mode=file; [ "$fixed" = auto ] && mode=auto; [ "$fixed" = none ] && mode=none
+    printf '{"ok": false, "target": "%s", "fixed_mode": "%s", "error": {"kind": "not_run", "message": "time budget spent"}}\n' \
+      "$target" "$mode" >"$out/$name.json"
     failed=1
     continue
   fi
