@@ -194,7 +194,7 @@ for r in results:
         shown = f"{factory.removeprefix('make_')} (HF, fixes in {r['fixed_module'].rsplit('.', 1)[-1]})"
     fixed = r.get("fixed_mode") or "?"
     if fixed == "auto":
-        fixed = f"auto ({r.get('fixes_applied', 0)} fixes)"
+        fixed = f"auto ({r['fixes_applied']} fixes)" if "fixes_applied" in r else "auto"
     elif fixed == "file":
         fixed = "by hand"
     if not r.get("ok"):
