@@ -929,7 +929,11 @@ std::optional<bool> SemanticModel::static_truth(TSNode condition, const Function
   if (is_type(condition, "identifier") && text_of(document_, condition) == "TYPE_CHECKING") return false;
   // graphmend's own guarded select: `graphmend_then.shape == graphmend_else.shape and ...dtype == ...dtype`.
   // Dynamo decides it at trace time; the branches were selected to have matching shapes.
-  if (text_of(document_, condition).starts_with("graphmend_then.shape == graphmend_else.shape")) return true;
+  {
+    std::string t = text_of(document_, condition);
+    if (t.starts_with("graphmend_then.shape == graphmend_else.shape") || t.starts_with("graphmend_cond.numel() == 1"))
+      return true;
+  }
   if (is_type(condition, "boolean_operator")) {
     auto l = static_truth(field(condition, "left"), function);
     auto r = static_truth(field(condition, "right"), function);

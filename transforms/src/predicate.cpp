@@ -5,18 +5,23 @@
 namespace graphmend::fixes {
 
 std::string predicate_text(const Document& doc, const SemanticModel& model, TSNode condition, const FunctionInfo& fn,
-                           const std::string& torch, std::string& why) {
+                           const std::string& torch, std::string& why, bool* numel_unproven) {
   condition = unparenthesize(condition);
   if (is_type(condition, "not_operator")) {
-    std::string inner = predicate_text(doc, model, field(condition, "argument"), fn, torch, why);
+    std::string inner = predicate_text(doc, model, field(condition, "argument"), fn, torch, why, numel_unproven);
     return inner.empty() ? "" : torch + ".logical_not(" + inner + ")";
   }
   if (is_type(condition, "boolean_operator")) {
     std::string op = text(doc, field(condition, "operator"));
-    std::string l = predicate_text(doc, model, field(condition, "left"), fn, torch, why);
+    std::string l = predicate_text(doc, model, field(condition, "left"), fn, torch, why, numel_unproven);
     if (l.empty()) return "";
-    std::string r = predicate_text(doc, model, field(condition, "right"), fn, torch, why);
+    std::string r = predicate_text(doc, model, field(condition, "right"), fn, torch, why, numel_unproven);
     if (r.empty()) return "";
+    // `a and b` evaluates b only sometimes; logical_and always does: b must not raise or have effects.
+    if (auto w = why_impure(doc, model, field(condition, "right"), fn); !w.empty()) {
+      why = w + " (the original evaluates it only when `" + text(doc, field(condition, "left")) + "` allows)";
+      return "";
+    }
     return torch + ".logical_" + op + "(" + l + ", " + r + ")";
   }
   ValueKind kind = model.kind_of(condition, fn);
@@ -25,6 +30,10 @@ std::string predicate_text(const Document& doc, const SemanticModel& model, TSNo
     return "";
   }
   if (!is_one_element(doc, model, condition, fn)) {
+    if (numel_unproven) {
+      *numel_unproven = true;
+      return text(doc, condition);
+    }
     why = "the test `" + text(doc, condition) + "` is not provably a single element (torch.where would select "
           "element-wise where the original raises)";
     return "";

@@ -9,8 +9,10 @@ namespace graphmend::fixes {
 
 // `a and not b` -> `torch.logical_and(a, torch.logical_not(b))`. Every leaf must be a provably
 // one-element tensor test; otherwise `why` says what is missing and the result is empty.
+// With `numel_unproven`, a tensor test that is not provably one element is accepted and the flag set:
+// the caller then checks `numel() == 1` at trace time.
 std::string predicate_text(const Document& doc, const SemanticModel& model, TSNode condition, const FunctionInfo& fn,
-                           const std::string& torch, std::string& why);
+                           const std::string& torch, std::string& why, bool* numel_unproven = nullptr);
 
 struct SelectCheck {
   std::string refusal;  // non-empty: the fix is refused, with this reason

@@ -53,36 +53,57 @@ TSNode enclosing_if(TSNode node) {
   return TSNode{};
 }
 
-std::string fresh_name(const Document& doc, const std::string& stem) {
-  std::string name = stem;
-  for (int i = 2; doc.text().find(name) != std::string::npos; ++i) name = stem + "_" + std::to_string(i);
-  return name;
-}
-
 bool tensors(const SemanticModel& model, const FunctionInfo& fn, const std::vector<TSNode>& values) {
   return std::all_of(values.begin(), values.end(), [&](TSNode v) { return model.kind_of(v, fn) == ValueKind::Tensor; });
 }
 
-// When shapes cannot be proven equal statically, Dynamo can still check them at trace time (shapes and
-// dtypes are static to it): select when they agree, keep the original branch otherwise.
-//     graphmend_then = a
+struct Target {
+  std::string lhs;        // "x = " or "return "
+  std::string then_text;  // value when the test holds
+  std::string else_text;  // value otherwise
+};
+
+// When the test's size or the values' shapes cannot be proven statically, Dynamo can still check them
+// at trace time (sizes, shapes and dtypes are static to it): select when they agree, otherwise run the
+// original branch, which behaves (and raises) exactly as before.
+//     graphmend_cond = <test>
+//     graphmend_then = a                       (only when shapes are checked)
 //     graphmend_else = b
-//     if graphmend_then.shape == graphmend_else.shape and graphmend_then.dtype == graphmend_else.dtype:
-//         <target>torch.where(c, graphmend_then, graphmend_else)
-//     elif c:
-//         <target>graphmend_then
+//     if graphmend_cond.numel() == 1 and graphmend_then.shape == graphmend_else.shape and ...dtype...:
+//         x = torch.where(graphmend_cond, graphmend_then, graphmend_else)
+//     elif graphmend_cond:
+//         x = graphmend_then
 //     else:
-//         <target>graphmend_else
-std::string guarded_select(const Document& doc, const std::string& target, const std::string& then_value,
-                           const std::string& else_value, const std::string& predicate, const std::string& test,
-                           const std::string& torch, const std::string& indent, const std::string& eol) {
-  std::string a = "graphmend_then", b = "graphmend_else";
+//         x = graphmend_else
+std::string guarded_select(std::vector<Target> targets, const std::string& predicate, bool check_numel,
+                           bool check_shapes, const std::string& torch, const std::string& indent,
+                           const std::string& eol) {
   std::string inner = indent + (indent.find('\t') != std::string::npos ? "\t" : "    ");
-  (void)doc;
-  return a + " = " + then_value + eol + indent + b + " = " + else_value + eol + indent + "if " + a + ".shape == " + b +
-         ".shape and " + a + ".dtype == " + b + ".dtype:" + eol + inner + target + torch + ".where(" + predicate +
-         ", " + a + ", " + b + ")" + eol + indent + "elif " + test + ":" + eol + inner + target + a + eol + indent +
-         "else:" + eol + inner + target + b;
+  std::string out = "graphmend_cond = " + predicate + eol + indent;
+  std::vector<std::string> checks;
+  if (check_numel) checks.push_back("graphmend_cond.numel() == 1");
+  if (check_shapes) {
+    // Only one target is ever shape-checked (the caller refuses several).
+    out += "graphmend_then = " + targets[0].then_text + eol + indent + "graphmend_else = " + targets[0].else_text +
+           eol + indent;
+    targets[0].then_text = "graphmend_then";
+    targets[0].else_text = "graphmend_else";
+    checks.push_back("graphmend_then.shape == graphmend_else.shape and graphmend_then.dtype == graphmend_else.dtype");
+  }
+  std::string test;
+  for (const auto& c : checks) test += (test.empty() ? "" : " and ") + c;
+  out += "if " + test + ":";
+  for (const auto& t : targets)
+    out += eol + inner + t.lhs + torch + ".where(graphmend_cond, " + t.then_text + ", " + t.else_text + ")";
+  out += eol + indent + "elif graphmend_cond:";
+  for (const auto& t : targets) out += eol + inner + t.lhs + t.then_text;
+  // An else that would only reassign each variable to itself is left out.
+  bool keeps_all = std::all_of(targets.begin(), targets.end(),
+                               [](const Target& t) { return t.lhs == t.else_text + " = "; });
+  if (keeps_all) return out;
+  out += eol + indent + "else:";
+  for (const auto& t : targets) out += eol + inner + t.lhs + t.else_text;
+  return out;
 }
 
 TransformResult apply(const TransformContext& ctx) {
@@ -107,10 +128,11 @@ TransformResult apply(const TransformContext& ctx) {
   }
   TorchName torch = torch_name(doc, model);
   std::vector<std::string> predicates;
+  bool numel_unproven = false;  // a test not provably one element: checked at trace time instead
   for (size_t i = 0; i < branches.size(); ++i) {
     if (ts_node_is_null(branches[i].condition)) continue;
     std::string why;
-    std::string p = predicate_text(doc, model, branches[i].condition, *fn, torch.name, why);
+    std::string p = predicate_text(doc, model, branches[i].condition, *fn, torch.name, why, &numel_unproven);
     if (p.empty()) return Refusal{why};
     if (i > 0) {
       // Later tests run only when earlier ones fail; predication evaluates them always.
@@ -118,13 +140,14 @@ TransformResult apply(const TransformContext& ctx) {
     }
     predicates.push_back(p);
   }
+  if (numel_unproven && predicates.size() > 1)
+    return Refusal{"the tests of this elif chain are not provably single elements (torch.where would select "
+                   "element-wise where the original raises)"};
 
   std::string indent = indentation_of(doc, stmt);
   std::string eol(detect_line_ending(doc.text()));
   std::string replacement;
-  for (const std::string& c : comments_in(doc, stmt)) {
-    if (c.find("expect:") == std::string::npos) replacement += c + eol + indent;
-  }
+  for (const std::string& c : comments_in(doc, stmt)) replacement += c + eol + indent;
   ByteRange range = node_range(stmt);
   std::string hazard;
 
@@ -160,10 +183,11 @@ TransformResult apply(const TransformContext& ctx) {
     hazard = check.hazard;
     std::vector<std::string> values;
     for (TSNode r : returns) values.push_back(text(doc, r));
-    if (!check.shape_unproven.empty()) {
-      if (predicates.size() != 1 || !tensors(model, *fn, all)) return Refusal{check.shape_unproven};
-      replacement += guarded_select(doc, "return ", values[0], text(doc, fallback), predicates[0],
-                                    text(doc, branches[0].condition), torch.name, indent, eol);
+    bool shapes = !check.shape_unproven.empty();
+    if (shapes || numel_unproven) {
+      if (predicates.size() != 1 || (shapes && !tensors(model, *fn, all))) return Refusal{check.shape_unproven};
+      replacement += guarded_select({{"return ", values[0], text(doc, fallback)}}, predicates[0], numel_unproven,
+                                    shapes, torch.name, indent, eol);
     } else {
       replacement += "return " + select(values, text(doc, fallback));
     }
@@ -196,16 +220,11 @@ TransformResult apply(const TransformContext& ctx) {
         }
       }
     }
-    std::string cond_name;
-    bool hoist = order.size() > 1 && predicates.size() == 1 &&
-                 !is_type(unparenthesize(branches[0].condition), "identifier");
-    if (hoist) {
-      cond_name = fresh_name(doc, "graphmend_cond");
-      replacement += cond_name + " = " + predicates[0] + eol + indent;
-      predicates[0] = cond_name;
-    }
     if (order.size() > 1 && predicates.size() > 1) return Refusal{"elif chains that assign several variables are not predicated yet"};
-    bool first = true;
+    std::vector<Target> targets;
+    std::vector<std::vector<std::string>> chain_values;  // per variable: the values of the conditional branches
+    bool shapes = false;
+    std::string shape_reason;
     for (const std::string& name : order) {
       std::vector<TSNode> values;
       std::vector<std::string> texts;
@@ -230,27 +249,42 @@ TransformResult apply(const TransformContext& ctx) {
       }
       SelectCheck check = check_select(doc, model, *fn, values, stmt);
       if (!check.refusal.empty()) return Refusal{check.refusal};
-      if (!check.shape_unproven.empty()) {
-        // One variable, one test: select behind a trace-time shape and dtype check.
-        if (order.size() != 1 || predicates.size() != 1 || !tensors(model, *fn, values)) return Refusal{check.shape_unproven};
-        if (values.size() < 2 && model.kind_of(field(stmt, "condition"), *fn) != ValueKind::Tensor)
-          return Refusal{check.shape_unproven};
-        hazard = check.hazard;
-        replacement += guarded_select(doc, name + " = ", texts[0], fallback, predicates[0],
-                                      text(doc, branches[0].condition), torch.name, indent, eol);
-        continue;
-      }
-      if (values.size() < branches.size() + (has_else ? 0 : 1)) {
+      std::string unproven = check.shape_unproven;
+      if (unproven.empty() && values.size() < branches.size() + (has_else ? 0 : 1)) {
         // Some path keeps the old value: each value must be shaped like the variable itself.
         for (TSNode v : values) {
-          ValueShape s = shape_of(doc, model, v, *fn);
-          if (s.base != name) return Refusal{"cannot prove that `" + text(doc, v) + "` has the shape of `" + name + "`"};
+          if (shape_of(doc, model, v, *fn).base != name)
+            unproven = "cannot prove that `" + text(doc, v) + "` has the shape of `" + name + "`";
+        }
+      }
+      if (!unproven.empty()) {
+        shapes = true;
+        shape_reason = unproven;
+        if (!tensors(model, *fn, values) || model.kind_of(field(stmt, "condition"), *fn) != ValueKind::Tensor)
+          return Refusal{unproven};
+        if (values.size() < branches.size() + (has_else ? 0 : 1)) {
+          // The old value takes part in the trace-time shape check: it must be a tensor too.
+          auto it = fn->locals.find(name);
+          if (it == fn->locals.end() || it->second != ValueKind::Tensor) return Refusal{unproven};
         }
       }
       if (hazard.empty()) hazard = check.hazard;
-      if (!first) replacement += eol + indent;
-      first = false;
-      replacement += name + " = " + select(texts, fallback);
+      targets.push_back({name + " = ", texts.empty() ? name : texts[0], fallback});
+      chain_values.push_back(texts);
+    }
+    if (shapes && (targets.size() != 1 || predicates.size() != 1)) return Refusal{shape_reason};
+    if (shapes || numel_unproven) {
+      replacement += guarded_select(targets, predicates[0], numel_unproven, shapes, torch.name, indent, eol);
+    } else {
+      bool hoist = targets.size() > 1 && !is_type(unparenthesize(branches[0].condition), "identifier");
+      if (hoist) {
+        replacement += "graphmend_cond = " + predicates[0] + eol + indent;
+        predicates[0] = "graphmend_cond";
+      }
+      for (size_t k = 0; k < targets.size(); ++k) {
+        if (k) replacement += eol + indent;
+        replacement += targets[k].lhs + select(chain_values[k], targets[k].else_text);
+      }
     }
   }
 

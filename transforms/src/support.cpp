@@ -113,7 +113,7 @@ std::string why_impure(const Document& doc, const SemanticModel& model, TSNode e
   if (ts_node_is_null(expr)) return "";
   auto t = type_of(expr);
   if (t == "identifier" || t == "integer" || t == "float" || t == "true" || t == "false" || t == "none" ||
-      t == "string" || t == "concatenated_string")
+      t == "string" || t == "concatenated_string" || t == "comment")
     return "";
   if (t == "attribute") return why_impure(doc, model, field(expr, "object"), fn);
   if (t == "binary_operator" || t == "comparison_operator" || t == "unary_operator") {
