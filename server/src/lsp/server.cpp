@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <list>
 #include <map>
+#include <set>
 #include <thread>
 
 #include <asio.hpp>
@@ -14,6 +15,7 @@
 #include "graphmend/analysis/analyzer.h"
 #include "graphmend/analysis/config.h"
 #include "graphmend/analysis/document.h"
+#include "graphmend/analysis/semantic.h"
 #include "graphmend/protocol/lsp.h"
 #include "graphmend/transforms/fixer.h"
 #include "lsp/debounce.h"
@@ -36,13 +38,15 @@ constexpr std::string_view kApplyAutofix = "graphmend.applyAutofix";
 // The findings of one version of a document, with everything needed to answer requests about it.
 struct AnalysisResult {
   int64_t version = 0;
-  uint64_t generation = 0;  // configuration generation it was computed under
+  uint64_t generation = 0;  // the document's configuration epoch it was computed under
   std::shared_ptr<const TextSnapshot> snapshot;
   std::vector<Finding> findings;
   json diagnostics = json::array();  // parallel to `findings`
   std::string result_id;
   Clock::duration elapsed{};
   std::string error;  // the engine failed: no findings
+  // Calls from traced code to functions imported from other modules: (module as written, name).
+  std::vector<std::pair<std::string, std::string>> imported_calls;
 };
 
 // State touched only on the document's strand.
@@ -56,7 +60,12 @@ struct OpenDocument {
 
   std::string uri;
   std::string path;  // file system path, or the URI for non-file documents
+  std::string module;  // dotted module name ("pkg.models.bert"), empty for non-file documents
+  bool is_package = false;  // an __init__.py
   int64_t version = 0;
+  // Bumped whenever the configuration that applies to this document changes (settings, a
+  // pyproject.toml, functions other open files trace into it): results of older epochs are stale.
+  uint64_t epoch = 1;
   std::shared_ptr<const TextSnapshot> snapshot;
   bool too_large = false;
 
@@ -143,7 +152,9 @@ struct Server::Impl {
   bool refresh_support = false;
 
   Settings settings;
-  uint64_t generation = 1;
+  // Workspace pass over the open documents: target uri -> source uri -> functions of the target
+  // that traced code in the source calls (they are traced too: Config::traced_from_workspace).
+  std::map<std::string, std::map<std::string, std::set<std::string>>> traced_into;
   uint64_t next_result_id = 0;
   std::shared_ptr<Validator> validator;
 
@@ -491,10 +502,10 @@ struct Server::Impl {
 
   // Configuration (settings or a pyproject.toml) changed: everything open is re-analysed.
   void configuration_changed() {
-    ++generation;
     pyproject_for_dir.clear();
     pyproject_configs.clear();
     for (auto& [uri, document] : documents) {
+      ++document->epoch;
       document->publish_pending = true;
       schedule_analysis(*document);
     }
@@ -533,7 +544,103 @@ struct Server::Impl {
         config = loaded->second;
       }
     }
-    return apply_settings(std::move(config), settings);
+    config = apply_settings(std::move(config), settings);
+    config.traced_from_workspace = traced_functions(document.uri);
+    return config;
+  }
+
+  // ---------------------------------------------------------------------------------------------
+  // Workspace pass (open documents only): like `graphmend check` over several files, functions
+  // that compiled code in one open file imports from another open file are traced there too.
+
+  std::vector<std::string> traced_functions(const std::string& uri) const {
+    std::set<std::string> names;
+    if (const auto it = traced_into.find(uri); it != traced_into.end()) {
+      for (const auto& [source, functions] : it->second) {
+        names.insert(functions.begin(), functions.end());
+      }
+    }
+    return {names.begin(), names.end()};
+  }
+
+  // Records what `source_uri`'s traced code calls in other open documents (`wanted`: target uri ->
+  // names, replacing its previous contribution) and re-analyses the targets whose set changed.
+  void set_contribution(const std::string& source_uri,
+                        const std::map<std::string, std::set<std::string>>& wanted) {
+    std::set<std::string> targets;
+    for (const auto& [target, sources] : traced_into) {
+      if (sources.count(source_uri) != 0) targets.insert(target);
+    }
+    for (const auto& [target, names] : wanted) targets.insert(target);
+    for (const std::string& target : targets) {
+      const std::vector<std::string> before = traced_functions(target);
+      auto& sources = traced_into[target];
+      const auto names = wanted.find(target);
+      if (names == wanted.end() || names->second.empty()) {
+        sources.erase(source_uri);
+      } else {
+        sources[source_uri] = names->second;
+      }
+      if (sources.empty()) traced_into.erase(target);
+      if (traced_functions(target) == before) continue;
+      if (OpenDocument* document = find_document(target)) {
+        spdlog::debug("{}: functions traced from other open files changed", target);
+        ++document->epoch;
+        document->publish_pending = true;
+        schedule_analysis(*document);
+      }
+    }
+  }
+
+  void update_workspace_calls(const OpenDocument& source, const AnalysisResult& result) {
+    std::map<std::string, std::set<std::string>> wanted;
+    if (!source.module.empty()) {
+      for (const auto& [module, function] : result.imported_calls) {
+        const std::string absolute = resolve_module(source.module, source.is_package, module);
+        for (const auto& [uri, document] : documents) {
+          if (uri != source.uri && !document->module.empty() && document->module == absolute) {
+            wanted[uri].insert(function);
+          }
+        }
+      }
+    }
+    set_contribution(source.uri, wanted);
+  }
+
+  // Dotted module name of a file inside packages (folders with __init__.py).
+  static std::string module_name_of(const std::filesystem::path& file) {
+    std::error_code error;
+    const std::filesystem::path absolute =
+        std::filesystem::absolute(file, error).lexically_normal();
+    std::vector<std::string> parts;
+    if (absolute.stem() != "__init__") parts.push_back(absolute.stem().string());
+    for (std::filesystem::path dir = absolute.parent_path();
+         std::filesystem::exists(dir / "__init__.py", error); dir = dir.parent_path()) {
+      parts.push_back(dir.filename().string());
+      if (dir == dir.parent_path()) break;
+    }
+    std::string name;
+    for (auto it = parts.rbegin(); it != parts.rend(); ++it) {
+      name += (name.empty() ? "" : ".") + *it;
+    }
+    return name;
+  }
+
+  // `.utils` imported from `pkg.models.bert.modeling_bert` -> `pkg.models.bert.utils`.
+  static std::string resolve_module(const std::string& importer, bool importer_is_package,
+                                    const std::string& module) {
+    if (module.empty() || module.front() != '.') return module;
+    std::size_t dots = module.find_first_not_of('.');
+    if (dots == std::string::npos) dots = module.size();
+    std::string base = importer;
+    const std::size_t up = importer_is_package ? dots - 1 : dots;
+    for (std::size_t i = 0; i < up; ++i) {
+      const std::size_t dot = base.rfind('.');
+      base = dot == std::string::npos ? std::string() : base.substr(0, dot);
+    }
+    const std::string rest = module.substr(dots);
+    if (rest.empty()) return base;
+    return base.empty() ? rest : base + "." + rest;
   }
 
   // ---------------------------------------------------------------------------------------------
@@ -580,6 +687,10 @@ struct Server::Impl {
     auto document = std::make_shared<OpenDocument>(io, asio::make_strand(pool));
     document->uri = uri;
     document->path = protocol::uri_to_path(uri).value_or(uri);
+    if (document->path != uri) {
+      document->module = module_name_of(document->path);
+      document->is_package = std::filesystem::path(document->path).filename() == "__init__.py";
+    }
     document->version = version;
     document->live_version->store(version);
     document->snapshot = std::make_shared<const TextSnapshot>(
@@ -736,6 +847,9 @@ struct Server::Impl {
     it->second->debounce.cancel();
     it->second->live_version->store(-1);
     documents.erase(it);
+    // What it traced into other documents no longer holds; what others traced into it is kept
+    // for when it is opened again.
+    set_contribution(uri, {});
     try_answer_workspace();
   }
 
@@ -756,21 +870,21 @@ struct Server::Impl {
 
   bool is_current(const OpenDocument& document) const {
     return document.latest && document.latest->version == document.version &&
-           document.latest->generation == generation;
+           document.latest->generation == document.epoch;
   }
 
   void schedule_analysis(OpenDocument& document) {
     if (exit_code || state == State::ShutDown) return;
     if (document.scheduled_version == document.version &&
-        document.scheduled_generation == generation) {
+        document.scheduled_generation == document.epoch) {
       return;  // already queued
     }
     document.debounce.cancel();
     document.scheduled_version = document.version;
-    document.scheduled_generation = generation;
+    document.scheduled_generation = document.epoch;
     auto result = std::make_shared<AnalysisResult>();
     result->version = document.version;
-    result->generation = generation;
+    result->generation = document.epoch;
     result->snapshot = document.snapshot;
     if (document.too_large) {
       asio::post(io, [this, uri = document.uri, result] { on_analysis_done(uri, result); });
@@ -798,6 +912,9 @@ struct Server::Impl {
           worker->document = std::make_unique<Document>(path, *result->snapshot->text);
         }
         Analysis analysis = analyze(*worker->document, config);
+        if (analysis.model) {
+          result->imported_calls = analysis.model->imported_calls_from_traced_code();
+        }
         attach_fixes(*worker->document, analysis);
         result->findings = std::move(analysis.findings);
       } catch (const std::exception& error) {
@@ -829,7 +946,7 @@ struct Server::Impl {
     OpenDocument* document = find_document(uri);
     if (document == nullptr) return;
     if (result->elapsed > Clock::duration::zero()) document->policy.record(result->elapsed);
-    if (result->version != document->version || result->generation != generation) {
+    if (result->version != document->version || result->generation != document->epoch) {
       spdlog::debug("dropping stale analysis of {} version {}", uri, result->version);
       on_analysis_dropped(uri, *result);
       return;
@@ -843,6 +960,7 @@ struct Server::Impl {
                   result->findings.size(),
                   std::chrono::duration<double, std::milli>(result->elapsed).count());
     document->latest = result;
+    update_workspace_calls(*document, *result);
     if (document->publish_pending) publish(*document);
     auto waiters = std::move(document->waiters);
     document->waiters.clear();
@@ -874,7 +992,7 @@ struct Server::Impl {
   // current one otherwise; nothing while it is being computed.
   std::shared_ptr<const AnalysisResult> report_result(const OpenDocument& document) const {
     if (settings.run == RunMode::OnSave && document.published &&
-        document.published->generation == generation) {
+        document.published->generation == document.epoch) {
       return document.published;
     }
     if (is_current(document)) return document.latest;
