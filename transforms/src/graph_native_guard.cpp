@@ -30,8 +30,19 @@ TransformResult apply(const TransformContext& ctx) {
   }
   TSNode condition = field(node, "condition");
   TorchName torch = torch_name(doc, ctx.model);
+  // `if flag and <tensor test>: raise`: the static part stays a Python test around the assertion (Dynamo
+  // decides it at trace time); only the tensor part goes into the graph.
+  std::string static_guard;
+  TSNode tensor_test = condition;
+  if (TSNode c = unparenthesize(condition); is_type(c, "boolean_operator") && text(doc, field(c, "operator")) == "and") {
+    ValueKind left = ctx.model.kind_of(field(c, "left"), *fn);
+    if (left == ValueKind::Static) {
+      static_guard = text(doc, field(c, "left"));
+      tensor_test = field(c, "right");
+    }
+  }
   std::string why;
-  std::string predicate = predicate_text(doc, ctx.model, condition, *fn, torch.name, why);
+  std::string predicate = predicate_text(doc, ctx.model, tensor_test, *fn, torch.name, why);
   if (predicate.empty()) return Refusal{why};
   // Find the raise and its message: the assertion needs a string literal.
   TSNode block = field(node, "consequence");
@@ -72,8 +83,12 @@ TransformResult apply(const TransformContext& ctx) {
   std::string negated_prefix = torch.name + ".logical_not(";
   if (predicate.starts_with(negated_prefix) && predicate.ends_with(")"))
     holds = predicate.substr(negated_prefix.size(), predicate.size() - negated_prefix.size() - 1);
-  std::string replacement = "if " + torch.name + ".compiler.is_compiling():" + eol + inner + torch.name +
-                            "._assert_async(" + holds + ", " + message + ")" +
+  std::string assertion = torch.name + "._assert_async(" + holds + ", " + message + ")";
+  if (!static_guard.empty()) {
+    std::string inner2 = inner + (indent.find('\t') != std::string::npos ? "\t" : "    ");
+    assertion = "if " + static_guard + ":" + eol + inner2 + assertion;
+  }
+  std::string replacement = "if " + torch.name + ".compiler.is_compiling():" + eol + inner + assertion +
                             eol + indent + "el" + std::string(doc.node_text(node).substr(0, ts_node_end_byte(condition) - ts_node_start_byte(node)));
   Fix fix;
   fix.title = "Keep the guard in the graph with torch._assert_async under compile (it raises RuntimeError "
