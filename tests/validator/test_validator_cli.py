@@ -52,6 +52,18 @@ def test_breaks_go_to_zero_with_equal_outputs(tmp_path):
     assert "<script src" not in html and "<link" not in html and "https://" not in html
 
 
+def test_fixed_auto_uses_graphmends_safe_fixes(tmp_path):
+    # The default fixed arm: graphmend's own safe fixes of the target file, kept under DIR/fixed/.
+    rc, out, done = run_json(f"{BRANCHY}::make", "--backend", "eager", "--repeats", "1", "--report", tmp_path)
+    assert rc == 0, done.stderr
+    assert out["fixed_mode"] == "auto" and out["fixes_applied"] >= 1
+    fixed_file = tmp_path / "fixed" / "branchy.py"
+    assert out["fixed_source"] == str(fixed_file) and fixed_file.read_text() != BRANCHY.read_text()
+    assert out["outputs_match"] is True
+    assert out["fixed"]["graph_break_count"] < out["original"]["graph_break_count"] == 3
+    assert all(b["file"] == str(fixed_file) for b in out["fixed"]["breaks"])
+
+
 def test_text_table(tmp_path):
     done = run_cli(f"{TARGETS / 'fn_target.py'}::make", "--fixed", TARGETS / "fn_target_fixed.py",
                    "--backend", "eager", "--repeats", "1")
