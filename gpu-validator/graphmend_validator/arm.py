@@ -132,17 +132,33 @@ def call_factory(module, factory_name):
 
 
 def map_tensors(obj, fn):
+    """Applies `fn` to every tensor of an input structure, keeping container types where it can
+    (tuples, namedtuples, lists, dicts and their subclasses); other objects pass through as they are."""
     import torch
 
     if isinstance(obj, torch.Tensor):
         return fn(obj)
-    if isinstance(obj, dict):  # includes HF ModelOutput (an OrderedDict): normalised to a dict
-        return {k: map_tensors(v, fn) for k, v in obj.items()}
+    if isinstance(obj, dict):
+        mapped = {k: map_tensors(v, fn) for k, v in obj.items()}
+        if type(obj) is dict:
+            return mapped
+        try:
+            return type(obj)(mapped)
+        except Exception:
+            return mapped
     if isinstance(obj, (list, tuple)):
-        return type(obj)(map_tensors(v, fn) for v in obj) if type(obj) in (list, tuple) else [
-            map_tensors(v, fn) for v in obj
-        ]
+        items = [map_tensors(v, fn) for v in obj]
+        if type(obj) in (list, tuple):
+            return type(obj)(items)
+        try:
+            return type(obj)(*items) if hasattr(obj, "_fields") else type(obj)(items)
+        except Exception:
+            return items
     return obj
+
+
+def to_cpu(obj):
+    return map_tensors(obj, lambda t: t.detach().to("cpu", copy=True))
 
 
 def normalise(obj, depth=0):
@@ -485,7 +501,8 @@ def run_prepare(spec, result):
         torch.save(state, spec["state_path"])
         result["parameters"] = int(sum(p.numel() for p in fn.parameters()))
         result["state_entries"] = len(state)
-    torch.save({"args": detach_cpu(args), "kwargs": detach_cpu(kwargs)}, spec["inputs_path"])
+    # Inputs keep their types (a model may check isinstance); outputs below are normalised for comparing.
+    torch.save({"args": to_cpu(args), "kwargs": to_cpu(kwargs)}, spec["inputs_path"])
     device = spec["device"]
     if is_module:
         fn.to(device)

@@ -196,6 +196,14 @@ def test_validate_progress_and_result(client):
     assert [p["value"]["percentage"] for p in progress if p["value"]["kind"] == "report"][-1] == 100
 
 
+def test_structured_inputs_keep_their_types(client):
+    params = {"target": f"{TARGETS / 'structured.py'}::make", "fixed_source": str(TARGETS / "structured.py"),
+              "backend": "eager", "repeats": 1}
+    result = client.request(44, "validate", params, timeout=300)["result"]
+    assert result["ok"] is True, result.get("error")
+    assert result["outputs_match"] is True and result["original"]["graph_break_count"] == 0
+
+
 def test_recompiles_are_counted(client):
     params = {"target": f"{TARGETS / 'recompiles.py'}::make", "backend": "eager", "repeats": 1, "iters": 5}
     result = client.request(45, "validate", params, timeout=300)["result"]
