@@ -8,6 +8,7 @@
 //   module-level wrapper, since bound methods are not accepted) is applied only in a function that is
 //   itself the torch.compile entry. Elsewhere the fix offered is unsafe: the call is skipped while
 //   compiling (`if not torch.compiler.is_compiling():`), and says so.
+#include <algorithm>
 #include <functional>
 
 #include "support.h"
@@ -259,6 +260,10 @@ TransformResult apply(const TransformContext& ctx) {
   bool module_function = false;
   if (auto q = model.qualified_name(callee); q && q->starts_with("logging.")) module_function = true;
   TSNode definition = module_function ? TSNode{} : module_definition(doc, logger);
+  for (const FunctionInfo* f = fn; f; f = f->parent) {
+    if (f->locals.count(logger) || std::find(f->params.begin(), f->params.end(), logger) != f->params.end())
+      return Refusal{"`" + logger + "` is a local name here, not the module-level logger"};
+  }
   if (!module_function && ts_node_is_null(definition))
     return Refusal{"`" + logger + "` is not a module-level logger this file defines"};
   std::string why = why_not_replayable(doc, model, *fn, call, false);
@@ -271,7 +276,18 @@ TransformResult apply(const TransformContext& ctx) {
                       method + "`, run by Dynamo after the graph instead of breaking it (graphmend " + code +
                       ").\"\"\"" + eol + "    " + logger + "." + method + "(*args, " +
                       (standard ? "stacklevel=2, " : "") + "**kwargs)" + eol + eol + eol;
-    register_at(module_function ? after_imports_offset(doc) : line_after(doc, definition), wrapper, def);
+    uint32_t at = module_function ? after_imports_offset(doc) : line_after(doc, definition);
+    // The registration needs torch: import it first when the file imports torch only further down.
+    TSNode root = doc.root();
+    for (uint32_t i = 0; i < ts_node_named_child_count(root); ++i) {
+      TSNode s = ts_node_named_child(root, i);
+      if ((is_type(s, "import_statement") || is_type(s, "import_from_statement")) &&
+          doc.node_text(s).find("import " + torch.name) != std::string_view::npos) {
+        if (ts_node_start_byte(s) >= at) def = eol + "import " + torch.name + def;
+        break;
+      }
+    }
+    register_at(at, wrapper, def);
   }
   fix.edits.push_back({node_range(callee), wrapper});
   fix.title = "Run `" + callee_text + "` after the graph through a module-level wrapper registered in Dynamo's "

@@ -1,6 +1,7 @@
 #include "graphmend/transforms/fixer.h"
 
 #include <algorithm>
+#include <stdexcept>
 
 #include "transform.h"
 
@@ -36,14 +37,23 @@ std::vector<TextEdit> non_overlapping_edits(const std::vector<Finding>& findings
     if (f.fix->applicability == Applicability::DisplayOnly) continue;
     if (f.fix->applicability == Applicability::Unsafe && !options.unsafe) continue;
     bool clash = false;
+    std::vector<TextEdit> fresh;
     for (const TextEdit& e : f.fix->edits) {
+      bool duplicate = false;
       for (const TextEdit& taken : edits) {
-        // Two insertions at one point, or touching ranges, are treated as clashing to keep order obvious.
+        bool insertions = e.range.start == e.range.end && taken.range.start == taken.range.end;
+        if (insertions && e.range.start == taken.range.start) {
+          // Two fixes adding the same line (`import torch`) add it once; different lines both go in.
+          duplicate |= e.new_text == taken.new_text;
+          continue;
+        }
+        // Overlapping or touching ranges clash (an insertion at the edge of a replacement included).
         if (e.range.start < taken.range.end + 1 && taken.range.start < e.range.end + 1) clash = true;
       }
+      if (!duplicate) fresh.push_back(e);
     }
     if (clash) continue;
-    edits.insert(edits.end(), f.fix->edits.begin(), f.fix->edits.end());
+    edits.insert(edits.end(), fresh.begin(), fresh.end());
     ++chosen;
   }
   return edits;
@@ -68,7 +78,28 @@ FixAllResult fix_all(const std::string& path, const std::string& text, const Con
     if (edits.empty()) break;
     std::string next = apply_edits(result.text, edits);
     Document candidate(path, next);
-    if (candidate.has_syntax_errors() || next == result.text) break;  // drop a pass that breaks the file
+    if (candidate.has_syntax_errors()) {
+      // Some fix of this pass breaks the file: keep the others, one at a time, and drop the bad ones.
+      chosen = 0;
+      next = result.text;
+      for (const Finding& f : analysis.findings) {
+        int one = 0;
+        std::vector<TextEdit> single = non_overlapping_edits({f}, options, one);
+        if (single.empty()) continue;
+        std::string attempt;
+        try {
+          attempt = apply_edits(next, single);
+        } catch (const std::invalid_argument&) {
+          continue;
+        }
+        if (Document(path, attempt).has_syntax_errors()) continue;
+        next = std::move(attempt);
+        ++chosen;
+        break;  // offsets of the other fixes are stale now: re-analyse first
+      }
+      candidate.replace_text(next);
+    }
+    if (candidate.has_syntax_errors() || next == result.text) break;
     result.text = std::move(next);
     result.applied += chosen;
     document = std::move(candidate);

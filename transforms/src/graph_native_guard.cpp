@@ -55,7 +55,13 @@ TransformResult apply(const TransformContext& ctx) {
     }
   }
   if (ts_node_is_null(raise)) return Refusal{"no raise in the guard"};
-  std::string message = "graph-native guard: `" + std::string(doc.node_text(condition)) + "` must be false";
+  std::string test_text;
+  for (char c : doc.node_text(condition)) {
+    bool space = c == ' ' || c == '\n' || c == '\r' || c == '\t';
+    if (space && (test_text.empty() || test_text.back() == ' ')) continue;
+    test_text += space ? ' ' : c;
+  }
+  std::string message = "graph-native guard: `" + test_text + "` must be false";
   TSNode exc = ts_node_named_child(raise, 0);
   if (is_type(exc, "call")) {
     TSNode args = field(exc, "arguments");

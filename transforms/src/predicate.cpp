@@ -3,6 +3,27 @@
 #include <algorithm>
 
 namespace graphmend::fixes {
+namespace {
+
+// torch.where needs a boolean condition; `if t:` means `t != 0` (NaN counts as true), which is `t.bool()`.
+std::string as_bool(const Document& doc, const SemanticModel& model, TSNode test, const FunctionInfo& fn) {
+  TSNode t = unparenthesize(test);
+  if (is_type(t, "comparison_operator")) return text(doc, test);
+  if (is_type(t, "call")) {
+    std::string callee = text(doc, field(t, "function"));
+    std::string last = callee.substr(callee.rfind('.') + 1);
+    for (const char* b : {"any", "all", "isnan", "isinf", "isfinite", "logical_and", "logical_or", "logical_not",
+                          "logical_xor", "eq", "ne", "gt", "lt", "ge", "le", "bool", "isneginf", "isposinf"}) {
+      if (last == b) return text(doc, test);
+    }
+  }
+  (void)model;
+  (void)fn;
+  bool simple = is_type(t, "identifier") || is_type(t, "call") || is_type(t, "attribute") || is_type(t, "subscript");
+  return (simple ? text(doc, t) : "(" + text(doc, t) + ")") + ".bool()";
+}
+
+}  // namespace
 
 std::string predicate_text(const Document& doc, const SemanticModel& model, TSNode condition, const FunctionInfo& fn,
                            const std::string& torch, std::string& why, bool* numel_unproven) {
@@ -32,13 +53,13 @@ std::string predicate_text(const Document& doc, const SemanticModel& model, TSNo
   if (!is_one_element(doc, model, condition, fn)) {
     if (numel_unproven) {
       *numel_unproven = true;
-      return text(doc, condition);
+      return as_bool(doc, model, condition, fn);
     }
     why = "the test `" + text(doc, condition) + "` is not provably a single element (torch.where would select "
           "element-wise where the original raises)";
     return "";
   }
-  return text(doc, condition);
+  return as_bool(doc, model, condition, fn);
 }
 
 SelectCheck check_select(const Document& doc, const SemanticModel& model, const FunctionInfo& fn,

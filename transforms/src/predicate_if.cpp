@@ -169,7 +169,10 @@ TransformResult apply(const TransformContext& ctx) {
       returns.pop_back();
     } else {
       TSNode next = ts_node_next_named_sibling(stmt);
-      while (!ts_node_is_null(next) && is_type(next, "comment")) next = ts_node_next_named_sibling(next);
+      while (!ts_node_is_null(next) && is_type(next, "comment")) {
+        replacement += text(doc, next) + eol + indent;  // comments between the if and the return are kept
+        next = ts_node_next_named_sibling(next);
+      }
       if (ts_node_is_null(next) || !is_type(next, "return_statement") || ts_node_named_child_count(next) != 1)
         return Refusal{"the branch returns, but no `return` follows the if to select against"};
       fallback = ts_node_named_child(next, 0);
@@ -211,12 +214,16 @@ TransformResult apply(const TransformContext& ctx) {
       }
     }
     if (order.empty()) return Refusal{"the branches assign nothing"};
-    // Every value may read its own variable's old value, but no other variable the if assigns.
+    // Every value may read its own variable's old value, but no other variable the if assigns; and every
+    // local it reads must exist on all paths (predication evaluates it even when the test is false).
     for (size_t i = 0; i < branches.size(); ++i) {
       for (auto& [name, value] : assigned[i]) {
         for (const std::string& read : names_read(doc, value)) {
           if (read != name && std::find(order.begin(), order.end(), read) != order.end())
             return Refusal{"`" + name + "` is computed from `" + read + "`, which the same if assigns"};
+          bool local = fn->locals.count(read) > 0;
+          if (local && !defined_before(doc, *fn, read, stmt))
+            return Refusal{"`" + read + "` is only defined on some paths before the if"};
         }
       }
     }

@@ -20,6 +20,7 @@ TransformResult apply(const TransformContext& ctx) {
   if (predicate.empty()) return Refusal{why};
   SelectCheck check = check_select(doc, ctx.model, *fn, {a, b}, node);
   if (!check.refusal.empty()) return Refusal{check.refusal};
+  if (!check.shape_unproven.empty()) return Refusal{check.shape_unproven};
   Fix fix;
   fix.title = "Select with torch.where: both alternatives are computed and one is selected in the graph";
   if (!check.hazard.empty()) {

@@ -18,9 +18,8 @@ constexpr std::array<std::string_view, 14> kFullReductions{"sum", "mean", "max",
                                                           "all", "norm", "prod", "std", "var", "median",
                                                           "count_nonzero"};
 // Element-wise ops that keep shape and dtype.
-constexpr std::array<std::string_view, 14> kSameOps{"abs", "neg", "relu", "clamp", "clip", "clone", "contiguous",
-                                                   "negative", "square", "maximum", "minimum", "roll", "flip",
-                                                   "clamp_min"};
+constexpr std::array<std::string_view, 12> kSameOps{"abs", "neg", "relu", "clamp", "clip", "clone", "contiguous",
+                                                   "negative", "square", "roll", "flip", "clamp_min"};
 // Element-wise ops that keep shape and give a floating result.
 constexpr std::array<std::string_view, 18> kFloatOps{"tanh", "sigmoid", "exp", "log", "sqrt", "rsqrt", "sin",
                                                     "cos", "gelu", "silu", "softmax", "log_softmax", "erf",
@@ -94,10 +93,16 @@ TorchName torch_name(const Document& doc, const SemanticModel& model) {
   uint32_t n = ts_node_named_child_count(root);
   for (uint32_t i = 0; i < n; ++i) {
     TSNode stmt = ts_node_named_child(root, i);
-    bool docstring = i == 0 && is_type(stmt, "expression_statement") && is_type(ts_node_named_child(stmt, 0), "string");
+    bool docstring = is_type(stmt, "expression_statement") && is_type(ts_node_named_child(stmt, 0), "string") &&
+                     (i == 0 || offset > 0 || is_type(ts_node_named_child(root, 0), "comment"));
     bool future = is_type(stmt, "future_import_statement");
     if (!docstring && !future && !is_type(stmt, "comment")) break;
-    if (is_type(stmt, "comment")) continue;
+    if (is_type(stmt, "comment")) {
+      // A shebang and an encoding declaration must stay on the first lines.
+      std::string_view c = doc.node_text(stmt);
+      bool header = c.starts_with("#!") || c.find("coding") != std::string_view::npos;
+      if (!header) continue;
+    }
     uint32_t line = doc.lines().line_of(ts_node_end_byte(stmt));
     offset = line + 1 >= doc.lines().line_count() ? static_cast<uint32_t>(doc.text().size())
                                                   : doc.lines().line_start(line + 1);
@@ -116,7 +121,25 @@ std::string why_impure(const Document& doc, const SemanticModel& model, TSNode e
       t == "string" || t == "concatenated_string" || t == "comment")
     return "";
   if (t == "attribute") return why_impure(doc, model, field(expr, "object"), fn);
-  if (t == "binary_operator" || t == "comparison_operator" || t == "unary_operator") {
+  if (t == "binary_operator" || t == "comparison_operator") {
+    // Two tensors of unrelated shapes may not broadcast: the op would raise on a path the original never took.
+    auto children = named_children(expr);
+    std::string base;
+    int tensors = 0;
+    bool related = true;
+    for (TSNode c : children) {
+      if (model.kind_of(c, fn) != ValueKind::Tensor) continue;
+      ++tensors;
+      ValueShape s = shape_of(doc, model, c, fn);
+      if (s.likeness == Likeness::None || (!base.empty() && s.base != base)) related = false;
+      if (s.likeness != Likeness::None) base = s.base;
+    }
+    if (tensors >= 2 && !related)
+      return "`" + text(doc, expr) + "` combines tensors whose shapes may not broadcast, so it could raise on the "
+             "untaken path";
+  }
+  if (t == "binary_operator" || t == "comparison_operator" || t == "unary_operator" || t == "not_operator" ||
+      t == "boolean_operator") {
     uint32_t n = ts_node_named_child_count(expr);
     for (uint32_t i = 0; i < n; ++i) {
       if (auto why = why_impure(doc, model, ts_node_named_child(expr, i), fn); !why.empty()) return why;
@@ -241,10 +264,18 @@ bool is_one_element(const Document& doc, const SemanticModel& model, TSNode expr
     return false;
   }
   if (t == "identifier") {
-    auto it = fn.assignments.find(text(doc, expr));
+    // A parameter may hold anything; otherwise every assignment before this use must be one element.
+    std::string name = text(doc, expr);
+    if (std::find(fn.params.begin(), fn.params.end(), name) != fn.params.end()) return false;
+    auto it = fn.assignments.find(name);
     if (it == fn.assignments.end() || it->second.empty()) return false;
-    return std::all_of(it->second.begin(), it->second.end(),
-                       [&](TSNode rhs) { return is_one_element(doc, model, rhs, fn, depth + 1); });
+    bool any = false;
+    for (TSNode rhs : it->second) {
+      if (ts_node_start_byte(rhs) >= ts_node_start_byte(expr)) continue;
+      any = true;
+      if (!is_one_element(doc, model, rhs, fn, depth + 1)) return false;
+    }
+    return any;
   }
   return false;
 }
@@ -288,7 +319,11 @@ bool is_floating(const Document& doc, const SemanticModel& model, TSNode expr, c
                        [&](TSNode rhs) { return is_floating(doc, model, rhs, fn, depth + 1); });
   }
   if (t == "attribute" && text(doc, field(expr, "object")) == "self") {
-    return model.kind_of(expr, fn) == ValueKind::Tensor;  // parameters and buffers are float weights
+    // nn.Parameter attributes are weights; buffers may be integer (counts, ids, masks).
+    const FunctionInfo* top = &fn;
+    while (top->parent) top = top->parent;
+    std::string ctor = model.attribute_constructor(top->owner, text(doc, field(expr, "attribute")));
+    return ctor == "torch.nn.Parameter" || ctor == "torch.nn.parameter.Parameter";
   }
   return false;
 }
@@ -378,6 +413,8 @@ bool under_no_grad(const Document& doc, TSNode node) {
     if (is_type(p, "with_statement")) {
       std::string_view head = doc.node_text(p);
       head = head.substr(0, head.find(':'));
+      if (head.find("enable_grad") != std::string_view::npos || head.find("set_grad_enabled") != std::string_view::npos)
+        return false;  // the innermost grad mode wins
       if (head.find("no_grad") != std::string_view::npos || head.find("inference_mode") != std::string_view::npos)
         return true;
     }
