@@ -121,28 +121,28 @@ std::string why_impure(const Document& doc, const SemanticModel& model, TSNode e
       t == "string" || t == "concatenated_string" || t == "comment")
     return "";
   if (t == "attribute") return why_impure(doc, model, field(expr, "object"), fn);
-  if (t == "binary_operator" || t == "comparison_operator") {
-    // Two tensors of unrelated shapes may not broadcast: the op would raise on a path the original never took.
-    auto children = named_children(expr);
-    std::string base;
-    int tensors = 0;
-    bool related = true;
-    for (TSNode c : children) {
-      if (model.kind_of(c, fn) != ValueKind::Tensor) continue;
-      ++tensors;
-      ValueShape s = shape_of(doc, model, c, fn);
-      if (s.likeness == Likeness::None || (!base.empty() && s.base != base)) related = false;
-      if (s.likeness != Likeness::None) base = s.base;
-    }
-    if (tensors >= 2 && !related)
-      return "`" + text(doc, expr) + "` combines tensors whose shapes may not broadcast, so it could raise on the "
-             "untaken path";
-  }
   if (t == "binary_operator" || t == "comparison_operator" || t == "unary_operator" || t == "not_operator" ||
       t == "boolean_operator") {
     uint32_t n = ts_node_named_child_count(expr);
     for (uint32_t i = 0; i < n; ++i) {
       if (auto why = why_impure(doc, model, ts_node_named_child(expr, i), fn); !why.empty()) return why;
+    }
+    if (t == "binary_operator" || t == "comparison_operator") {
+      // Two tensors of unrelated shapes may not broadcast: the op would raise on a path the original never
+      // took. One-element tensors broadcast with anything.
+      std::string base;
+      int tensors = 0;
+      bool related = true;
+      for (TSNode c : named_children(expr)) {
+        if (model.kind_of(c, fn) != ValueKind::Tensor || is_one_element(doc, model, c, fn)) continue;
+        ++tensors;
+        ValueShape s = shape_of(doc, model, c, fn);
+        if (s.likeness == Likeness::None || (!base.empty() && s.base != base)) related = false;
+        if (s.likeness != Likeness::None) base = s.base;
+      }
+      if (tensors >= 2 && !related)
+        return "`" + text(doc, expr) + "` combines tensors whose shapes may not broadcast, so it could raise on the "
+               "untaken path";
     }
     return "";
   }
