@@ -2,9 +2,33 @@
 """Writes Dynamo's graph-break registry (torch/_dynamo/graph_break_registry.json of the installed
 torch) as a C++ table. The snapshot is committed so the engine builds without torch; `make registry`
 regenerates it from the installed wheel."""
+import ast
 import json
 import os
 import sys
+
+
+def clean(text: str) -> str:
+    """Some registry fields hold the Python source that builds the message (string literals joined with
+    `+`, or a variable name) rather than the message: keep the literal text, drop what is computed."""
+    try:
+        node = ast.parse(text.strip(), mode="eval").body
+    except SyntaxError:
+        return text  # prose
+    parts: list[str] = []
+
+    def walk(n: ast.AST) -> None:
+        if isinstance(n, ast.Constant) and isinstance(n.value, str):
+            parts.append(n.value)
+        elif isinstance(n, ast.BinOp):
+            walk(n.left)
+            walk(n.right)
+        elif isinstance(n, ast.JoinedStr):
+            for v in n.values:
+                parts.append(v.value if isinstance(v, ast.Constant) else "{...}")
+
+    walk(node)
+    return " ".join(" ".join(parts).split())
 
 
 def cpp_string(text: str) -> str:
@@ -27,14 +51,14 @@ def main() -> int:
     ]
     for gb_id in sorted(registry):
         entry = registry[gb_id][0]
-        hints = ", ".join(cpp_string(h) for h in entry.get("Hints", []))
+        hints = ", ".join(cpp_string(clean(h)) for h in entry.get("Hints", []) if clean(h))
         lines.append(
             "{%s, %s, %s, %s, {%s}},"
             % (
                 cpp_string(gb_id),
                 cpp_string(entry.get("Gb_type", "")),
                 cpp_string(entry.get("Context", "")),
-                cpp_string(entry.get("Explanation", "")),
+                cpp_string(clean(entry.get("Explanation", ""))),
                 hints,
             )
         )
