@@ -24,6 +24,9 @@ demo: build
 test: build
 	@bash scripts/test.sh $(BUILD_DIR)
 
+fuzz: setup
+	bash scripts/fuzz.sh 1000000
+
 bench: build
 	@bash scripts/bench.sh $(BUILD_DIR)/graphmend
 

@@ -11,6 +11,9 @@ export HF_HUB_OFFLINE=1
 echo "== ctest"
 ctest --test-dir "$build" --output-on-failure -j "$(nproc)"
 
+echo "== fuzz (short run; \`make fuzz\` runs a million inputs)"
+bash "$root/scripts/fuzz.sh" 2000 45
+
 echo "== pytest"
 "$root/.venv/bin/python" -m pytest -q -p no:cacheprovider tests
 
