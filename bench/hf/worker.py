@@ -136,6 +136,19 @@ class Recorder:
         self.events.append(ev)
 
 
+def _seed_all(seed: int = 1234) -> None:
+    """Seed every RNG a model's forward may draw from: torch, numpy (SpecAugment in wav2vec2-style
+    models draws mask positions with np.random) and Python's random."""
+    import random
+
+    import numpy as np
+    import torch
+
+    torch.manual_seed(seed)
+    np.random.seed(seed)
+    random.seed(seed)
+
+
 class _Skip(Exception):
     pass
 
@@ -168,7 +181,7 @@ def _eager_outputs(model, recipe, cfg, train: bool):
     from recipes import make_inputs
 
     inputs = make_inputs(recipe, cfg, train)
-    torch.manual_seed(1234)
+    _seed_all(1234)
     if train:
         model.train()
         out = model(**inputs)
@@ -245,7 +258,7 @@ def census(args) -> dict:
         m: dict = {}
         t1 = time.time()
         try:
-            torch.manual_seed(1234)
+            _seed_all(1234)
             if train:
                 out = compiled(**inputs)
                 loss = _loss_of(out)
@@ -281,7 +294,7 @@ def census(args) -> dict:
         try:
             if args.skip_explain:
                 raise _Skip
-            torch.manual_seed(1234)
+            _seed_all(1234)
             if train:
                 ex = torch._dynamo.explain(model)(**inputs)
             else:
@@ -300,7 +313,7 @@ def census(args) -> dict:
         rec.mode = mode + ":fullgraph"
         n_full = len(rec.events)
         try:
-            torch.manual_seed(1234)
+            _seed_all(1234)
             fg = torch.compile(model, backend="eager", fullgraph=True)
             if train:
                 fg(**inputs)
@@ -354,7 +367,7 @@ def timing(args) -> dict:
             with torch.no_grad():
                 compiled(**inputs)
 
-    torch.manual_seed(1234)
+    _seed_all(1234)
     t0 = time.perf_counter()
     step()
     cold = time.perf_counter() - t0

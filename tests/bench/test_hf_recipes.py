@@ -61,3 +61,15 @@ def test_recipe_modules_name_the_modeling_files():
     assert mods == ["transformers.models.clip.modeling_clip"]
     mods = recipes.recipe_modules(recipes.BY_NAME["grounding_dino"])
     assert "transformers.models.swin.modeling_swin" in mods and "transformers.models.bert.modeling_bert" in mods
+
+
+def test_train_outputs_reproducible_with_numpy_rng():
+    """wav2vec2's SpecAugment draws mask positions from numpy's RNG: the harness seeds it, so two
+    train-mode forwards of the same weights give the same loss (the fixed arm compares them)."""
+    import worker
+
+    r = recipes.BY_NAME["wav2vec2"]
+    model, cfg = recipes.build(r)
+    a = worker._eager_outputs(model, r, cfg, train=True)
+    b = worker._eager_outputs(model, r, cfg, train=True)
+    assert worker._compare(a, b)["equal"]
