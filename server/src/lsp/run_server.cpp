@@ -18,6 +18,7 @@
 #include "graphmend/protocol/framing.h"
 #include "graphmend/protocol/jsonrpc.h"
 #include "lsp/server.h"
+#include "lsp/validator_bridge.h"
 
 namespace graphmend::lsp {
 namespace {
@@ -178,6 +179,7 @@ int run_server(const std::vector<std::string>& args) {
         },
         options);
     server.on_exit = [&](int) { io.stop(); };
+    server.set_validator(std::make_shared<ValidatorBridge>());
     StdioTransport transport(io, server, max_message_bytes);
     spdlog::info("graphmend {} language server started (pid {})", GRAPHMEND_VERSION, ::getpid());
     transport.start();

@@ -1270,6 +1270,10 @@ struct Server::Impl {
     if (validator) {
       const auto commands = validator->commands();
       if (std::find(commands.begin(), commands.end(), command) != commands.end()) {
+        // User code runs only on this explicit request, and never when validation is turned off.
+        if (!settings.validate_enable)
+          return reply_error(id, errc::kRequestFailed, "validation is turned off (graphmend.validate.enable)");
+        validator->set_python(settings.validator_python.value_or(""));
         validator->execute(command, arguments,
                            [this, id](json result, std::optional<protocol::ResponseError> error) {
                              asio::post(io, [this, id, result = std::move(result),
@@ -1317,6 +1321,8 @@ struct Server::Impl {
 
   void code_lens(const json& id, const json& params) {
     OpenDocument& document = document_for(params);
+    if (!settings.validate_enable) return reply(id, json::array());
+    validator->set_python(settings.validator_python.value_or(""));
     reply(id, validator->code_lenses(document.uri, *document.snapshot->text));
   }
 };

@@ -39,6 +39,8 @@ class Validator {
   virtual nlohmann::json code_lenses(const std::string& uri, const std::string& text) = 0;
   using Done = std::function<void(nlohmann::json result, std::optional<protocol::ResponseError>)>;
   virtual void execute(const std::string& command, const nlohmann::json& arguments, Done done) = 0;
+  // The interpreter the user chose in the editor's settings (empty: discover one).
+  virtual void set_python(const std::string& python) { (void)python; }
 };
 
 struct ServerOptions {

@@ -81,6 +81,18 @@ Settings merge_settings(Settings base, const json& value, std::vector<std::strin
   };
   read_bool("unsafeFixes", [&](bool flag) { base.unsafe_fixes = flag; });
   read_bool("fixAll", [&](bool flag) { base.fix_all = flag; });
+  // validate: {enable} and validator: {python}, as objects or as dotted keys.
+  if (const auto it = value.find("validate"); it != value.end() && it->is_object()) {
+    if (const auto e = it->find("enable"); e != it->end() && e->is_boolean()) base.validate_enable = e->get<bool>();
+  }
+  read_bool("validate.enable", [&](bool flag) { base.validate_enable = flag; });
+  if (const auto it = value.find("validator"); it != value.end() && it->is_object()) {
+    if (const auto p = it->find("python"); p != it->end() && p->is_string() && !p->get<std::string>().empty())
+      base.validator_python = p->get<std::string>();
+  }
+  if (const auto it = value.find("validator.python"); it != value.end() && it->is_string() &&
+                                                      !it->get<std::string>().empty())
+    base.validator_python = it->get<std::string>();
   read_bool("pullDiagnostics", [&](bool flag) { base.pull_diagnostics = flag; });
   if (const auto it = value.find("logLevel"); it != value.end()) {
     if (it->is_string()) {

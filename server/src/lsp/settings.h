@@ -32,6 +32,8 @@ struct Settings {
   std::optional<bool> pull_diagnostics;  // force pull (true) or push (false); default: client's
   std::optional<std::string> log_level;
   std::size_t max_file_bytes = 4u * 1024u * 1024u;  // larger documents are not analysed
+  bool validate_enable = true;                // validation code lenses and graphmend.validate
+  std::optional<std::string> validator_python;  // interpreter for the validator (else discovered)
 
   bool operator==(const Settings&) const = default;
 };
