@@ -215,9 +215,9 @@ def markdown(results: dict, chart_path: str | None) -> str:
           f"of {t['fixed_arm_models']} |")
         A(f"| changed eager outputs | - | {len(t['outputs_changed'])}"
           f"{' (' + ', '.join(t['outputs_changed']) + ')' if t['outputs_changed'] else ''} |")
-    if t.get("fixed_arm_errors"):
-        A(f"| fixed arm failed (fix or import/run error) | - | {len(t['fixed_arm_errors'])}: "
-          f"{', '.join(t['fixed_arm_errors'])} |")
+        if t.get("fixed_arm_errors"):
+            A(f"| fixed arm failed (fix or import/run error) | - | {len(t['fixed_arm_errors'])}: "
+              f"{', '.join(t['fixed_arm_errors'])} |")
     else:
         A("| fixed | 107 (73%) | not run (graphmend binary not available) |")
     if t.get("timing"):

@@ -91,6 +91,9 @@ def test_markdown_table_and_left_breaks():
     assert "raises a custom type" in md  # graphmend's no-fix reason for the break left
     assert "![graph-break sites before and after per model](img/hf-breaks.png)" in md
     assert "| 2.00x | 1.10x |" in md
+    assert "not run (graphmend binary not available)" not in md
+    census = {"meta": res["meta"], "models": [m for m in res["models"] if m["name"] == "t5"]}
+    assert "not run (graphmend binary not available)" in report.markdown(census, None)
 
 
 def test_replace_section_keeps_other_sections(tmp_path):
