@@ -128,7 +128,7 @@ TSNode breaking_operand(const RuleContext& ctx, TSNode condition, const Function
     std::string text = ctx.text(l);
     bool hardware_test = text.find(".dtype") != std::string::npos || text.find(".device") != std::string::npos ||
                          text.find(".is_cuda") != std::string::npos;
-    auto truth = ctx.model.static_truth(l, &fn);
+    auto truth = ctx.model.static_truth(left, &fn);  // the whole operand, `not` included
     std::string op = ctx.text(field(condition, "operator"));
     if (truth && ((op == "and" && !*truth) || (op == "or" && *truth))) return TSNode{};
     if (hardware_test && !truth) return TSNode{};

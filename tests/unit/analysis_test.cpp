@@ -1,0 +1,64 @@
+#include <doctest/doctest.h>
+
+#include <string>
+
+#include "graphmend/analysis/analyzer.h"
+#include "graphmend/transforms/fixer.h"
+
+using namespace graphmend;
+
+namespace {
+
+std::vector<std::string> codes(const std::string& source) {
+  Document doc("m.py", source);
+  Analysis a = analyze(doc, Config{});
+  std::vector<std::string> out;
+  for (const auto& f : a.findings) out.push_back(std::string(f.rule->code) + "@" + std::to_string(doc.lines().line_of(f.range.start) + 1));
+  return out;
+}
+
+const char* kHeader = "import torch\nfrom torch import nn\nfrom .utils import is_torchdynamo_compiling\n\n\nclass M(nn.Module):\n    def forward(self, x):\n";
+
+}  // namespace
+
+TEST_CASE("tests pruned at trace time are not reported, `not` included") {
+  std::string src = std::string(kHeader) +
+                    "        legacy = (x[:, :-1] & x[:, 1:]).sum() == 0\n"
+                    "        if not is_torchdynamo_compiling() and legacy:\n"
+                    "            x = x + 1\n"
+                    "        if is_torchdynamo_compiling() or x.sum() > 0:\n"
+                    "            x = x - 1\n"
+                    "        return x\n";
+  CHECK(codes(src).empty());
+}
+
+TEST_CASE("a tensor test after a reachable static conjunct is reported at the tensor operand") {
+  std::string src = std::string(kHeader) +
+                    "        if self.training and x.sum() > 0:\n"
+                    "            x = x + 1\n"
+                    "        return x\n";
+  CHECK(codes(src) == std::vector<std::string>{"GM101@8"});
+}
+
+TEST_CASE("flag-like parameters are not tensors") {
+  std::string src = std::string(kHeader) +
+                    "        return self.inner(x, output_hidden_states=True)\n\n"
+                    "    def inner(self, x, output_hidden_states):\n"
+                    "        if output_hidden_states:\n"
+                    "            x = x + 1\n"
+                    "        return x\n";
+  CHECK(codes(src).empty());
+}
+
+TEST_CASE("fix_all predicates and is idempotent") {
+  std::string src = std::string(kHeader) +
+                    "        y = x * 2\n"
+                    "        if y.sum() > 0:\n"
+                    "            y = y + 1\n"
+                    "        return y\n";
+  FixAllResult once = fix_all("m.py", src, Config{}, FixOptions{});
+  CHECK(once.changed);
+  CHECK(once.text.find("y = torch.where(y.sum() > 0, y + 1, y)") != std::string::npos);
+  FixAllResult twice = fix_all("m.py", once.text, Config{}, FixOptions{});
+  CHECK_FALSE(twice.changed);
+}
