@@ -341,7 +341,11 @@ ValueShape shape_of(const Document& doc, const SemanticModel& model, TSNode expr
     if (op != "+" && op != "-" && op != "*" && op != "/") return {};
     TSNode l = unparenthesize(field(expr, "left")), r = unparenthesize(field(expr, "right"));
     ValueShape ls = shape_of(doc, model, l, fn), rs = shape_of(doc, model, r, fn);
-    auto scalar = [&](TSNode n) { return is_type(n, "integer") || is_type(n, "float"); };
+    // Python numbers and one-element tensors broadcast without changing the other operand's shape.
+    auto scalar = [&](TSNode n) {
+      return is_type(n, "integer") || is_type(n, "float") ||
+             (model.kind_of(n, fn) == ValueKind::Tensor && is_one_element(doc, model, n, fn));
+    };
     ValueShape out;
     if (ls.likeness != Likeness::None && (scalar(r) || (rs.base == ls.base && rs.likeness != Likeness::None))) out = ls;
     else if (rs.likeness != Likeness::None && scalar(l)) out = rs;
