@@ -147,16 +147,10 @@ TSNode module_definition(const Document& doc, const std::string& name) {
   return TSNode{};
 }
 
-uint32_t line_after(const Document& doc, TSNode stmt) {
-  uint32_t line = doc.lines().line_of(ts_node_end_byte(stmt));
-  return line + 1 >= doc.lines().line_count() ? static_cast<uint32_t>(doc.text().size()) : doc.lines().line_start(line + 1);
-}
-
 TransformResult apply(const TransformContext& ctx) {
   const Document& doc = ctx.document;
   const SemanticModel& model = ctx.model;
-  TSNode call = ts_node_descendant_for_byte_range(doc.root(), ctx.finding.range.start, ctx.finding.range.end);
-  while (!ts_node_is_null(call) && !is_type(call, "call")) call = ts_node_parent(call);
+  TSNode call = enclosing(doc, ctx.finding.range, {"call"});
   if (ts_node_is_null(call)) return Refusal{"no call"};
   const FunctionInfo* fn = model.function_containing(call);
   if (!fn) return Refusal{"the call is not inside a function"};
@@ -228,7 +222,7 @@ TransformResult apply(const TransformContext& ctx) {
     TSNode stmt = ts_node_parent(call);
     if (!is_type(stmt, "expression_statement")) return Refusal{"the call's value is used"};
     std::string indent = indentation_of(doc, stmt);
-    std::string inner = indent + (indent.find('\t') != std::string::npos ? "\t" : "    ");
+    std::string inner = indent_step(indent);
     fix.edits.push_back({{ts_node_start_byte(stmt), ts_node_start_byte(stmt)},
                          "if not " + torch.name + ".compiler.is_compiling():" + eol + inner});
     fix.applicability = Applicability::Unsafe;
@@ -276,7 +270,7 @@ TransformResult apply(const TransformContext& ctx) {
                       method + "`, run by Dynamo after the graph instead of breaking it (graphmend " + code +
                       ").\"\"\"" + eol + "    " + logger + "." + method + "(*args, " +
                       (standard ? "stacklevel=2, " : "") + "**kwargs)" + eol + eol + eol;
-    uint32_t at = module_function ? after_imports_offset(doc) : line_after(doc, definition);
+    uint32_t at = module_function ? after_imports_offset(doc) : start_of_next_line(doc, ts_node_end_byte(definition));
     // The registration needs torch: import it first when the file imports torch only further down.
     TSNode root = doc.root();
     for (uint32_t i = 0; i < ts_node_named_child_count(root); ++i) {

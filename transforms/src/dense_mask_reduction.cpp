@@ -54,8 +54,7 @@ bool elementwise_mask_of(const Document& doc, const SemanticModel& model, TSNode
 
 TransformResult apply(const TransformContext& ctx) {
   const Document& doc = ctx.document;
-  TSNode sub = ts_node_descendant_for_byte_range(doc.root(), ctx.finding.range.start, ctx.finding.range.end);
-  while (!ts_node_is_null(sub) && !is_type(sub, "subscript")) sub = ts_node_parent(sub);
+  TSNode sub = enclosing(doc, ctx.finding.range, {"subscript"});
   if (ts_node_is_null(sub)) return Refusal{"no subscript"};
   const FunctionInfo* fn = ctx.model.function_containing(sub);
   if (!fn) return Refusal{"not inside a function"};

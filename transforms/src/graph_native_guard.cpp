@@ -16,9 +16,7 @@ using namespace fixes;
 
 TransformResult apply(const TransformContext& ctx) {
   const Document& doc = ctx.document;
-  TSNode node = ts_node_descendant_for_byte_range(doc.root(), ctx.finding.range.start, ctx.finding.range.end);
-  while (!ts_node_is_null(node) && !is_type(node, "if_statement") && !is_type(node, "elif_clause"))
-    node = ts_node_parent(node);
+  TSNode node = enclosing(doc, ctx.finding.range, {"if_statement", "elif_clause"});
   if (ts_node_is_null(node)) return Refusal{"no if statement around the guard"};
   if (is_type(node, "elif_clause")) return Refusal{"guards in an elif are not rewritten yet"};
   const FunctionInfo* fn = ctx.model.function_containing(node);
@@ -83,7 +81,7 @@ TransformResult apply(const TransformContext& ctx) {
   }
   std::string indent = indentation_of(doc, node);
   std::string eol(detect_line_ending(doc.text()));
-  std::string inner = indent + (indent.find('\t') != std::string::npos ? "\t" : "    ");
+  std::string inner = indent_step(indent);
   // The assertion holds when the guard's test is false: `not (test)`, without a double negation.
   std::string holds = torch.name + ".logical_not(" + predicate + ")";
   std::string negated_prefix = torch.name + ".logical_not(";
@@ -91,8 +89,7 @@ TransformResult apply(const TransformContext& ctx) {
     holds = predicate.substr(negated_prefix.size(), predicate.size() - negated_prefix.size() - 1);
   std::string assertion = torch.name + "._assert_async(" + holds + ", " + message + ")";
   if (!static_guard.empty()) {
-    std::string inner2 = inner + (indent.find('\t') != std::string::npos ? "\t" : "    ");
-    assertion = "if " + static_guard + ":" + eol + inner2 + assertion;
+    assertion = "if " + static_guard + ":" + eol + indent_step(inner) + assertion;
   }
   std::string replacement = "if " + torch.name + ".compiler.is_compiling():" + eol + inner + assertion +
                             eol + indent + "el" + std::string(doc.node_text(node).substr(0, ts_node_end_byte(condition) - ts_node_start_byte(node)));

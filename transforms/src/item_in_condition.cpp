@@ -16,12 +16,8 @@ using namespace fixes;
 
 bool exact_in_half(const Document& doc, TSNode literal) {
   TSNode n = unparenthesize(literal);
-  bool negative = false;
-  if (is_type(n, "unary_operator") && text(doc, field(n, "operator")) == "-") {
-    negative = true;
-    n = field(n, "argument");
-  }
-  (void)negative;
+  // The sign does not change exactness.
+  if (is_type(n, "unary_operator") && text(doc, field(n, "operator")) == "-") n = field(n, "argument");
   if (!is_type(n, "integer") && !is_type(n, "float")) return false;
   std::string t = text(doc, n);
   if (t.find_first_of("xXoObBjJ_") != std::string::npos) return false;
@@ -32,8 +28,7 @@ bool exact_in_half(const Document& doc, TSNode literal) {
 
 TransformResult apply(const TransformContext& ctx) {
   const Document& doc = ctx.document;
-  TSNode call = ts_node_descendant_for_byte_range(doc.root(), ctx.finding.range.start, ctx.finding.range.end);
-  while (!ts_node_is_null(call) && !is_type(call, "call")) call = ts_node_parent(call);
+  TSNode call = enclosing(doc, ctx.finding.range, {"call"});
   if (ts_node_is_null(call)) return Refusal{"no call"};
   const FunctionInfo* fn = ctx.model.function_containing(call);
   if (!fn) return Refusal{"the call is not inside a function"};

@@ -6,7 +6,7 @@ namespace graphmend::fixes {
 namespace {
 
 // torch.where needs a boolean condition; `if t:` means `t != 0` (NaN counts as true), which is `t.bool()`.
-std::string as_bool(const Document& doc, const SemanticModel& model, TSNode test, const FunctionInfo& fn) {
+std::string as_bool(const Document& doc, TSNode test) {
   TSNode t = unparenthesize(test);
   if (is_type(t, "comparison_operator")) return text(doc, test);
   if (is_type(t, "call")) {
@@ -17,8 +17,6 @@ std::string as_bool(const Document& doc, const SemanticModel& model, TSNode test
       if (last == b) return text(doc, test);
     }
   }
-  (void)model;
-  (void)fn;
   bool simple = is_type(t, "identifier") || is_type(t, "call") || is_type(t, "attribute") || is_type(t, "subscript");
   return (simple ? text(doc, t) : "(" + text(doc, t) + ")") + ".bool()";
 }
@@ -53,13 +51,13 @@ std::string predicate_text(const Document& doc, const SemanticModel& model, TSNo
   if (!is_one_element(doc, model, condition, fn)) {
     if (numel_unproven) {
       *numel_unproven = true;
-      return as_bool(doc, model, condition, fn);
+      return as_bool(doc, condition);
     }
     why = "the test `" + text(doc, condition) + "` is not provably a single element (torch.where would select "
           "element-wise where the original raises)";
     return "";
   }
-  return as_bool(doc, model, condition, fn);
+  return as_bool(doc, condition);
 }
 
 SelectCheck check_select(const Document& doc, const SemanticModel& model, const FunctionInfo& fn,

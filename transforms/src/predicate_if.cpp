@@ -46,13 +46,6 @@ TSNode single_return(TSNode block) {
   return value;
 }
 
-TSNode enclosing_if(TSNode node) {
-  for (TSNode p = node; !ts_node_is_null(p); p = ts_node_parent(p)) {
-    if (is_type(p, "if_statement")) return p;
-  }
-  return TSNode{};
-}
-
 bool tensors(const SemanticModel& model, const FunctionInfo& fn, const std::vector<TSNode>& values) {
   return std::all_of(values.begin(), values.end(), [&](TSNode v) { return model.kind_of(v, fn) == ValueKind::Tensor; });
 }
@@ -78,7 +71,7 @@ struct Target {
 std::string guarded_select(std::vector<Target> targets, const std::string& predicate, bool check_numel,
                            bool check_shapes, const std::string& torch, const std::string& indent,
                            const std::string& eol) {
-  std::string inner = indent + (indent.find('\t') != std::string::npos ? "\t" : "    ");
+  std::string inner = indent_step(indent);
   std::string out = "graphmend_cond = " + predicate + eol + indent;
   std::vector<std::string> checks;
   if (check_numel) checks.push_back("graphmend_cond.numel() == 1");
@@ -109,8 +102,7 @@ std::string guarded_select(std::vector<Target> targets, const std::string& predi
 TransformResult apply(const TransformContext& ctx) {
   const Document& doc = ctx.document;
   const SemanticModel& model = ctx.model;
-  TSNode at = ts_node_descendant_for_byte_range(doc.root(), ctx.finding.range.start, ctx.finding.range.end);
-  TSNode stmt = enclosing_if(at);
+  TSNode stmt = enclosing(doc, ctx.finding.range, {"if_statement"});
   if (ts_node_is_null(stmt)) return Refusal{"no if statement around the test"};
   const FunctionInfo* fn = model.function_containing(stmt);
   if (!fn) return Refusal{"the if statement is not inside a function"};

@@ -8,8 +8,7 @@ using namespace fixes;
 
 TransformResult apply(const TransformContext& ctx) {
   const Document& doc = ctx.document;
-  TSNode node = ts_node_descendant_for_byte_range(doc.root(), ctx.finding.range.start, ctx.finding.range.end);
-  while (!ts_node_is_null(node) && !is_type(node, "conditional_expression")) node = ts_node_parent(node);
+  TSNode node = enclosing(doc, ctx.finding.range, {"conditional_expression"});
   if (ts_node_is_null(node) || ts_node_named_child_count(node) < 3) return Refusal{"no conditional expression"};
   const FunctionInfo* fn = ctx.model.function_containing(node);
   if (!fn) return Refusal{"the expression is not inside a function"};

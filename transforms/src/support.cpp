@@ -48,6 +48,26 @@ uint32_t line_start_of(const Document& doc, TSNode node) {
   return doc.lines().line_start(doc.lines().line_of(ts_node_start_byte(node)));
 }
 
+uint32_t start_of_next_line(const Document& doc, uint32_t offset) {
+  uint32_t line = doc.lines().line_of(offset);
+  return line + 1 >= doc.lines().line_count() ? static_cast<uint32_t>(doc.text().size())
+                                              : doc.lines().line_start(line + 1);
+}
+
+std::string indent_step(const std::string& indent) {
+  return indent + (indent.find('\t') != std::string::npos ? "\t" : "    ");
+}
+
+TSNode enclosing(const Document& doc, ByteRange range, std::initializer_list<std::string_view> types) {
+  for (TSNode n = ts_node_descendant_for_byte_range(doc.root(), range.start, range.end); !ts_node_is_null(n);
+       n = ts_node_parent(n)) {
+    for (std::string_view t : types) {
+      if (is_type(n, t)) return n;
+    }
+  }
+  return TSNode{};
+}
+
 std::string indentation_of(const Document& doc, TSNode node) {
   uint32_t start = line_start_of(doc, node);
   std::string out;
@@ -67,17 +87,13 @@ uint32_t after_imports_offset(const Document& doc) {
     if (t == "import_statement" || t == "import_from_statement" || t == "future_import_statement" || docstring ||
         t == "comment") {
       if (t == "comment" && offset == 0 && i > 0) continue;
-      uint32_t line = doc.lines().line_of(ts_node_end_byte(stmt));
-      offset = doc.lines().line_start(line + 1);
-      if (line + 1 >= doc.lines().line_count()) offset = static_cast<uint32_t>(doc.text().size());
+      offset = start_of_next_line(doc, ts_node_end_byte(stmt));
       continue;
     }
     if (t == "comment") continue;
     // Conditional imports (try/except ImportError, if TYPE_CHECKING) are part of the import block too.
     if ((t == "try_statement" || t == "if_statement") && doc.node_text(stmt).find("import") != std::string_view::npos) {
-      uint32_t line = doc.lines().line_of(ts_node_end_byte(stmt));
-      offset = line + 1 >= doc.lines().line_count() ? static_cast<uint32_t>(doc.text().size())
-                                                    : doc.lines().line_start(line + 1);
+      offset = start_of_next_line(doc, ts_node_end_byte(stmt));
       continue;
     }
     break;
@@ -103,9 +119,7 @@ TorchName torch_name(const Document& doc, const SemanticModel& model) {
       bool header = c.starts_with("#!") || c.find("coding") != std::string_view::npos;
       if (!header) continue;
     }
-    uint32_t line = doc.lines().line_of(ts_node_end_byte(stmt));
-    offset = line + 1 >= doc.lines().line_count() ? static_cast<uint32_t>(doc.text().size())
-                                                  : doc.lines().line_start(line + 1);
+    offset = start_of_next_line(doc, ts_node_end_byte(stmt));
   }
   std::string eol(detect_line_ending(doc.text()));
   std::string insert = "import torch" + eol;

@@ -2,6 +2,7 @@
 // checks (purity, one-element conditions, shapes and dtypes, autograd hazards).
 #pragma once
 
+#include <initializer_list>
 #include <optional>
 #include <string>
 #include <vector>
@@ -16,6 +17,12 @@ std::string text(const Document& doc, TSNode node);
 std::string indentation_of(const Document& doc, TSNode node);
 // Start of the line holding `node` (its indentation included), and end of its last line (newline excluded).
 uint32_t line_start_of(const Document& doc, TSNode node);
+// Start of the line after the one holding `offset` (the text's end on the last line).
+uint32_t start_of_next_line(const Document& doc, uint32_t offset);
+// `indent` plus one more level, in the file's own style (a tab where it indents with tabs).
+std::string indent_step(const std::string& indent);
+// The node a finding is about: the innermost node around `range` whose type is one of `types`.
+TSNode enclosing(const Document& doc, ByteRange range, std::initializer_list<std::string_view> types);
 
 // The name under which `torch` is usable in the file, plus an edit adding `import torch` when it is not
 // imported as a module. The insertion goes after the docstring and `from __future__` imports.
