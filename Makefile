@@ -36,8 +36,10 @@ docs: build
 registry: setup
 	$(PY) scripts/gen_registry.py analysis/generated/dynamo_registry.inc
 
+# Debian ships clang-format versioned (clang-format-14 on Debian 12).
+CLANG_FORMAT ?= $(shell command -v clang-format || ls /usr/bin/clang-format-[0-9]* 2>/dev/null | sort -V | tail -n 1)
 format:
-	find analysis transforms protocol server tests -name '*.cpp' -o -name '*.h' | xargs clang-format -i
+	find analysis transforms protocol server tests -name '*.cpp' -o -name '*.h' | xargs $(CLANG_FORMAT) -i
 
 clean:
 	rm -rf $(BUILD_DIR)

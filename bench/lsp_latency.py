@@ -46,8 +46,9 @@ class Server:
 
     def __init__(self, name: str, command: list[str], init_options: dict):
         self.name = name
-        # Server logs go to $LSP_BENCH_STDERR when set (for debugging the benchmark), else nowhere.
-        self.stderr = open(os.environ.get("LSP_BENCH_STDERR", os.devnull), "w")
+        # Server logs go to $LSP_BENCH_STDERR when set (for debugging the benchmark; both servers append;
+        # $LSP_BENCH_LOG_LEVEL=debug shows which analyses were incremental), else nowhere.
+        self.stderr = open(os.environ.get("LSP_BENCH_STDERR", os.devnull), "a")
         self.process = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                         stderr=self.stderr, cwd=tempfile.gettempdir())
         self.inbox: queue.Queue = queue.Queue()
@@ -275,7 +276,7 @@ def main() -> int:
     biggest_200 = copies[:args.files]
 
     servers = {
-        "graphmend": ([args.graphmend, "server", "--log-level", "warn"], {"debounce": 0}),
+        "graphmend": ([args.graphmend, "server", "--log-level", os.environ.get("LSP_BENCH_LOG_LEVEL", "warn")], {"debounce": 0}),
         "ruff": ([args.ruff, "server"], {}),
     }
     results: dict = {"machine": common.machine(), "date": dt.datetime.now(dt.timezone.utc).isoformat(),

@@ -122,22 +122,19 @@ bool file_is_exempt(std::string_view text) {
   return false;
 }
 
-}  // namespace
-
-Analysis analyze(const Document& document, const Config& config) {
-  Analysis result;
-  auto model = std::make_shared<SemanticModel>(document, config.scope, config.traced_from_workspace);
-  result.model = model;
-  if (file_is_exempt(document.text())) return result;
-
-  RuleContext ctx(document, *model);
-  for (const auto& fn : model->functions()) {
-    if (!fn->compiled || model->is_dynamo_disabled(*fn)) continue;
+// Runs the rules over `functions` (compiled, not disabled) and keeps what config, noqa comments and
+// parse errors let through, sorted by position.
+std::vector<Finding> run_rules(const Document& document, const Config& config, const SemanticModel& model,
+                               const std::vector<const FunctionInfo*>& functions) {
+  RuleContext ctx(document, model);
+  for (const FunctionInfo* fn : functions) {
+    if (!fn->compiled || model.is_dynamo_disabled(*fn)) continue;
     TracedWalker walker(ctx, *fn);
     TSNode body = field(fn->node, "body");
     for (TSNode stmt : named_children(body)) walker.walk(stmt, TSNode{});
   }
 
+  std::vector<Finding> out;
   std::vector<ByteRange> errors = document.error_ranges();
   for (Finding& f : ctx.take()) {
     // Nothing is invented inside a region the parser could not read.
@@ -150,18 +147,113 @@ Analysis analyze(const Document& document, const Config& config) {
     std::string_view line_text = std::string_view(document.text()).substr(
         document.lines().line_start(line), document.lines().line_end(line) - document.lines().line_start(line));
     if (suppressed_by_noqa(line_text, f.rule->code)) continue;
-    result.findings.push_back(std::move(f));
+    out.push_back(std::move(f));
   }
-  std::sort(result.findings.begin(), result.findings.end(), [](const Finding& a, const Finding& b) {
+  sort_findings(out);
+  return out;
+}
+
+}  // namespace
+
+void sort_findings(std::vector<Finding>& findings) {
+  std::sort(findings.begin(), findings.end(), [](const Finding& a, const Finding& b) {
     if (a.range.start != b.range.start) return a.range.start < b.range.start;
     return a.rule->code < b.rule->code;
   });
-  result.findings.erase(std::unique(result.findings.begin(), result.findings.end(),
-                                    [](const Finding& a, const Finding& b) {
-                                      return a.range == b.range && a.rule == b.rule;
-                                    }),
-                        result.findings.end());
+  findings.erase(std::unique(findings.begin(), findings.end(),
+                             [](const Finding& a, const Finding& b) { return a.range == b.range && a.rule == b.rule; }),
+                 findings.end());
+}
+
+Analysis analyze(const Document& document, const Config& config) {
+  Analysis result;
+  auto model = std::make_shared<SemanticModel>(document, config.scope, config.traced_from_workspace);
+  result.model = model;
+  if (file_is_exempt(document.text())) return result;
+  std::vector<const FunctionInfo*> functions;
+  for (const auto& fn : model->functions()) functions.push_back(fn.get());
+  result.findings = run_rules(document, config, *model, functions);
   return result;
+}
+
+IncrementalAnalyzer::Result IncrementalAnalyzer::run(Document& document, const Config& config, uint64_t generation,
+                                                     const Finish& finish) {
+  std::optional<Document::Changes> changes = document.take_changes();
+  const bool exempt = file_is_exempt(document.text());
+  if (model_ && document_ == &document && generation_ == generation && changes && exempt == exempt_ && !exempt) {
+    if (changes->unchanged) return {{model_, findings_}, ByteRange{}};
+    if (auto updated = update(document, config, *changes, finish)) return *updated;
+  }
+  // Afresh.
+  model_.reset();
+  findings_.clear();
+  model_ = std::make_shared<SemanticModel>(document, config.scope, config.traced_from_workspace);
+  document_ = &document;
+  generation_ = generation;
+  exempt_ = exempt;
+  Analysis analysis{model_, {}};
+  if (!exempt) {
+    std::vector<const FunctionInfo*> functions;
+    for (const auto& fn : model_->functions()) functions.push_back(fn.get());
+    analysis.findings = run_rules(document, config, *model_, functions);
+  }
+  if (finish) finish(document, analysis);
+  findings_ = analysis.findings;
+  return {std::move(analysis), std::nullopt};
+}
+
+std::optional<IncrementalAnalyzer::Result> IncrementalAnalyzer::update(const Document& document, const Config& config,
+                                                                       const Document::Changes& changes,
+                                                                       const Finish& finish) {
+  const ByteRange region = changes.region;
+  const int64_t delta = changes.delta;
+  const ByteRange old_region{region.start, static_cast<uint32_t>(static_cast<int64_t>(region.end) - delta)};
+  auto shift = [&](ByteRange& r) {
+    // Ranges that reach into the edit cannot be carried over.
+    if (r.end >= old_region.start && r.start <= old_region.end) return false;
+    if (r.start >= old_region.end) {
+      r.start = static_cast<uint32_t>(r.start + delta);
+      r.end = static_cast<uint32_t>(r.end + delta);
+    }
+    return true;
+  };
+
+  // Where the edited function was before the edit: its findings are replaced, the others carried.
+  ByteRange old_function{};
+  for (const auto& f : model_->functions()) {
+    if (f->body_range.start <= old_region.start && old_region.end < f->body_range.end &&
+        (old_function.end == 0 || ByteRange{old_function}.contains(f->range)))
+      old_function = f->range;
+  }
+  if (old_function.end == 0) return std::nullopt;
+  std::vector<Finding> carried;
+  for (const Finding& f : findings_) {
+    if (old_function.contains(f.range)) continue;
+    Finding moved = f;
+    bool ok = shift(moved.range);
+    for (RelatedLocation& r : moved.related) ok = ok && shift(r.range);
+    if (moved.fix) {
+      for (TextEdit& e : moved.fix->edits) ok = ok && shift(e.range);
+    }
+    if (!ok) return std::nullopt;
+    carried.push_back(std::move(moved));
+  }
+
+  const FunctionInfo* function = model_->update_after_edit({region, delta});
+  if (!function) return std::nullopt;
+  Analysis fresh{model_, run_rules(document, config, *model_, {function})};
+  if (finish) finish(document, fresh);
+  ByteRange reanalysed = function->range;
+  findings_ = std::move(carried);
+  for (Finding& f : fresh.findings) findings_.push_back(std::move(f));
+  sort_findings(findings_);
+  return Result{{model_, findings_}, reanalysed};
+}
+
+void IncrementalAnalyzer::reset() {
+  model_.reset();
+  findings_.clear();
+  document_ = nullptr;
 }
 
 }  // namespace graphmend

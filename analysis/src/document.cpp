@@ -1,5 +1,7 @@
 #include "graphmend/analysis/document.h"
 
+#include <algorithm>
+#include <cstdlib>
 #include <string_view>
 #include <utility>
 
@@ -83,11 +85,42 @@ void Document::apply_edit(ByteRange range, std::string_view new_text) {
   ts_tree_edit(tree_, &edit);
   TSTree* old = tree_;
   reparse(old);
+  if (changes_) {
+    // Carry the earlier region through this edit, then add the edit and the syntax it changed.
+    const int64_t shift = static_cast<int64_t>(edit.new_end_byte) - static_cast<int64_t>(edit.old_end_byte);
+    auto carry = [&](uint32_t pos, bool is_end) -> uint32_t {
+      if (pos < edit.start_byte) return pos;
+      if (pos >= edit.old_end_byte && (pos > edit.old_end_byte || is_end)) return static_cast<uint32_t>(pos + shift);
+      return is_end ? edit.new_end_byte : edit.start_byte;
+    };
+    ByteRange region{edit.start_byte, edit.new_end_byte};
+    if (!changes_->unchanged) {
+      region.start = std::min(region.start, carry(changes_->region.start, false));
+      region.end = std::max(region.end, carry(changes_->region.end, true));
+    }
+    uint32_t count = 0;
+    TSRange* ranges = ts_tree_get_changed_ranges(old, tree_, &count);
+    for (uint32_t i = 0; i < count; ++i) {
+      region.start = std::min(region.start, ranges[i].start_byte);
+      region.end = std::max(region.end, ranges[i].end_byte);
+    }
+    std::free(ranges);
+    changes_->unchanged = false;
+    changes_->region = region;
+    changes_->delta += shift;
+  }
   ts_tree_delete(old);
+}
+
+std::optional<Document::Changes> Document::take_changes() {
+  std::optional<Changes> out = changes_;
+  changes_ = Changes{};
+  return out;
 }
 
 void Document::replace_text(std::string text) {
   text_ = std::move(text);
+  changes_.reset();
   TSTree* old = tree_;
   tree_ = nullptr;
   reparse(nullptr);

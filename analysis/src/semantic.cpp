@@ -20,7 +20,19 @@ TSNode field(TSNode node, const char* name) {
   if (it->second == 0 || ts_node_is_null(node)) return TSNode{};
   return ts_node_child_by_field_id(node, it->second);
 }
-std::string_view type_of(TSNode node) { return ts_node_is_null(node) ? std::string_view{} : ts_node_type(node); }
+std::string_view type_of(TSNode node) {
+  // Symbol names with their lengths, once: ts_node_type plus strlen on every call was a tenth of the
+  // analysis time.
+  static const std::vector<std::string_view> names = [] {
+    const TSLanguage* language = tree_sitter_python();
+    std::vector<std::string_view> out(ts_language_symbol_count(language));
+    for (uint32_t i = 0; i < out.size(); ++i) out[i] = ts_language_symbol_name(language, static_cast<TSSymbol>(i));
+    return out;
+  }();
+  if (ts_node_is_null(node)) return {};
+  TSSymbol symbol = ts_node_symbol(node);
+  return symbol < names.size() ? names[symbol] : std::string_view(ts_node_type(node));
+}
 bool is_type(TSNode node, std::string_view type) { return !ts_node_is_null(node) && type_of(node) == type; }
 TSNode unparenthesize(TSNode node) {
   while (is_type(node, "parenthesized_expression")) {
@@ -182,6 +194,7 @@ SemanticModel::SemanticModel(const Document& document, Scope scope, const std::v
   collect_imports(root);
   collect_module_constants(root);
   collect_definitions(root, nullptr, nullptr);
+  index_definitions();
   collect_compile_call_targets();
   for (const std::string& name : traced_from_workspace) {
     for (auto& f : functions_) {
@@ -194,11 +207,19 @@ SemanticModel::SemanticModel(const Document& document, Scope scope, const std::v
   }
   infer_class_attributes();
   // Locals depend on callee return kinds and callers' argument kinds: iterate to a small fixpoint.
-  for (int pass = 0; pass < 3; ++pass) {
-    for (auto& f : functions_) infer_locals(*f);
-    collect_call_sites();
+  // What each function shows the others in each pass is recorded for incremental updates.
+  for (int pass = 0; pass < kInferencePasses; ++pass) {
+    for (auto& f : functions_) {
+      f->call_site_args_by_pass[pass] = f->call_site_args;
+      infer_locals(*f);
+      f->return_by_pass[pass] = f->return_kind;
+    }
+    collect_call_sites(pass);
   }
   mark_compiled_regions(scope);
+  for (auto& f : functions_) {
+    if (f->compiled) f->imported_calls = imported_calls(*f);
+  }
 }
 
 void SemanticModel::collect_imports(TSNode root) {
@@ -212,9 +233,13 @@ void SemanticModel::collect_imports(TSNode root) {
     auto t = type_of(node);
     if (t == "import_statement" || t == "import_from_statement") {
       imports.push_back(node);
+      import_starts_.push_back(ts_node_start_byte(node));
     } else if (t == "call") {
       std::string_view callee = document_.node_text(field(node, "function"));
-      if (callee.ends_with("compile")) compile_calls_.push_back(node);
+      if (callee.ends_with("compile")) {
+        compile_calls_.push_back(node);
+        compile_call_starts_.push_back(ts_node_start_byte(node));
+      }
     }
     bool leaf = t == "import_statement" || t == "import_from_statement" || t == "string" || t == "comment";
     if (!leaf && ts_tree_cursor_goto_first_child(&cursor)) continue;
@@ -293,15 +318,15 @@ void SemanticModel::collect_definitions(TSNode node, ClassInfo* owner, FunctionI
       collect_definitions(field(def, "body"), raw, parent);
     } else if (t == "function_definition") {
       auto fn = std::make_unique<FunctionInfo>();
-      fn->node = def;
+      fn->index = static_cast<uint32_t>(functions_.size());
       fn->name = text_of(document_, field(def, "name"));
       fn->owner = parent ? nullptr : owner;
       fn->parent = parent;
       fn->qualified_name = (fn->owner ? fn->owner->name + "." : (parent ? parent->qualified_name + "." : "")) + fn->name;
-      if (fn->owner) fn->owner->methods[fn->name] = def;
       FunctionInfo* raw = fn.get();
+      if (fn->owner) fn->owner->methods[fn->name] = raw;
       function_by_start_[ts_node_start_byte(def)] = raw;
-      walk_body(field(def, "body"), [&](TSNode n) { raw->body_nodes.push_back(n); });
+      read_function(*raw, def);
       // Decorators: torch.compile entries and torch.compiler.disable'd functions.
       if (is_type(child, "decorated_definition")) {
         for_each_named_child(child, [&](TSNode deco) {
@@ -325,6 +350,14 @@ void SemanticModel::collect_definitions(TSNode node, ClassInfo* owner, FunctionI
       collect_definitions(child, owner, parent);
     }
   }
+}
+
+void SemanticModel::read_function(FunctionInfo& fn, TSNode definition) {
+  fn.node = definition;
+  fn.range = node_range(definition);
+  fn.body_range = node_range(field(definition, "body"));
+  fn.body_nodes.clear();
+  walk_body(field(definition, "body"), [&](TSNode n) { fn.body_nodes.push_back(n); });
 }
 
 void SemanticModel::collect_module_constants(TSNode root) {
@@ -377,23 +410,32 @@ void SemanticModel::collect_compile_call_targets() {
   }
 }
 
-void SemanticModel::collect_call_sites() {
+std::vector<std::pair<uint32_t, std::vector<ValueKind>>> SemanticModel::outgoing_calls(const FunctionInfo& caller) const {
+  std::vector<std::pair<uint32_t, std::vector<ValueKind>>> out;
+  for_each_body_node(caller, [&](TSNode node) {
+    if (!is_type(node, "call")) return;
+    const FunctionInfo* callee = resolve_callee(node, caller);
+    if (!callee) return;
+    std::vector<ValueKind> kinds;
+    for (TSNode a : named_children(field(node, "arguments"))) {
+      if (is_type(a, "keyword_argument") || is_type(a, "list_splat") || is_type(a, "dictionary_splat")) break;
+      if (is_type(a, "comment")) continue;
+      kinds.push_back(kind_of(a, caller));
+    }
+    out.emplace_back(callee->index, std::move(kinds));
+  });
+  return out;
+}
+
+void SemanticModel::collect_call_sites(int pass) {
   for (auto& f : functions_) f->call_site_args.clear();
   for (auto& f : functions_) {
-    for_each_body_node(*f, [&](TSNode node) {
-      if (!is_type(node, "call")) return;
-      const FunctionInfo* callee = resolve_callee(node, *f);
-      if (!callee) return;
-      std::vector<ValueKind> kinds;
-      TSNode args = field(node, "arguments");
-      uint32_t n = ts_node_named_child_count(args);
-      for (uint32_t i = 0; i < n; ++i) {
-        TSNode a = ts_node_named_child(args, i);
-        if (is_type(a, "keyword_argument") || is_type(a, "list_splat") || is_type(a, "dictionary_splat")) break;
-        kinds.push_back(kind_of(a, *f));
-      }
-      const_cast<FunctionInfo*>(callee)->call_site_args.push_back(std::move(kinds));
-    });
+    f->outgoing_by_pass[pass] = outgoing_calls(*f);
+    if (pass == 0) {
+      f->resolved_callees.clear();
+      for (const auto& call : f->outgoing_by_pass[pass]) f->resolved_callees.push_back(call.first);
+    }
+    for (const auto& [callee, kinds] : f->outgoing_by_pass[pass]) functions_[callee]->call_site_args.push_back(kinds);
   }
 }
 
@@ -414,10 +456,18 @@ std::optional<bool> SemanticModel::constant_attribute(const ClassInfo* cls, cons
 }
 
 const ClassInfo* SemanticModel::find_class(std::string_view name) const {
-  for (auto& c : classes_) {
-    if (c->name == name) return c.get();
+  auto it = class_by_name_.find(name);
+  return it == class_by_name_.end() ? nullptr : it->second;
+}
+
+void SemanticModel::index_definitions() {
+  // Name lookups run for every call in every pass: hash them (the first definition of a name wins,
+  // as a scan in source order would find it).
+  for (auto& c : classes_) class_by_name_.emplace(c->name, c.get());
+  for (auto& f : functions_) {
+    if (f->parent) nested_[f->parent].push_back(f.get());
+    else if (!f->owner) top_level_by_name_.emplace(f->name, f.get());
   }
-  return nullptr;
 }
 
 void SemanticModel::infer_class_attributes() {
@@ -438,71 +488,88 @@ void SemanticModel::infer_class_attributes() {
   }
   for (auto& fn : functions_) {
     if (!fn->owner) continue;
-    ClassInfo* cls = fn->owner;
-    for_each_body_node(*fn, [&](TSNode node) {
-      if (is_type(node, "assignment")) {
-        TSNode left = field(node, "left");
-        TSNode right = field(node, "right");
-        if (!is_type(left, "attribute") || text_of(document_, field(left, "object")) != "self") return;
-        std::string name = text_of(document_, field(left, "attribute"));
-        ValueKind kind = ValueKind::Static;
-        if (ts_node_is_null(right)) return;
-        {
-          auto rt = type_of(right);
-          std::optional<bool> truth;
-          if (rt == "true") truth = true;
-          else if (rt == "false" || rt == "none") truth = false;
-          else if (rt == "integer" || rt == "float") truth = text_of(document_, right) != "0" && text_of(document_, right) != "0.0";
-          auto [lit, fresh] = cls->literal_attributes.emplace(name, truth);
-          if (!fresh && lit->second != truth) lit->second = std::nullopt;
-          if (!truth) lit->second = std::nullopt;
+    fn->attribute_effects = attribute_effects(*fn);
+    apply_attribute_effects(*fn->owner, fn->attribute_effects);
+  }
+}
+
+std::vector<AttributeEffect> SemanticModel::attribute_effects(const FunctionInfo& method) const {
+  std::vector<AttributeEffect> out;
+  for_each_body_node(method, [&](TSNode node) {
+    if (is_type(node, "assignment")) {
+      TSNode left = field(node, "left");
+      TSNode right = field(node, "right");
+      if (!is_type(left, "attribute") || text_of(document_, field(left, "object")) != "self") return;
+      if (ts_node_is_null(right)) return;
+      AttributeEffect effect;
+      effect.name = text_of(document_, field(left, "attribute"));
+      auto rt = type_of(right);
+      if (rt == "true") effect.truth = true;
+      else if (rt == "false" || rt == "none") effect.truth = false;
+      else if (rt == "integer" || rt == "float") effect.truth = text_of(document_, right) != "0" && text_of(document_, right) != "0.0";
+      if (is_type(right, "call")) {
+        TSNode callee = field(right, "function");
+        auto q = qualified_name(callee);
+        std::string callee_text = text_of(document_, callee);
+        std::string_view last = callee_text;
+        if (auto dot = last.rfind('.'); dot != std::string_view::npos) last = last.substr(dot + 1);
+        effect.constructor = q;
+        if (q && (*q == "torch.nn.Parameter" || *q == "torch.nn.parameter.Parameter")) {
+          effect.kind = ValueKind::Tensor;
+        } else if (q && q->starts_with("torch.nn.") && !q->starts_with("torch.nn.functional") &&
+                   !q->starts_with("torch.nn.init")) {
+          effect.kind = ValueKind::Module;
+        } else if (const ClassInfo* c = find_class(callee_text); c && c->is_module) {
+          effect.kind = ValueKind::Module;
+        } else if (q && q->starts_with("torch.") && !one_of(std::string_view(*q), kStaticTorchFunctions)) {
+          effect.kind = ValueKind::Tensor;
+        } else if (last == "Parameter") {
+          effect.kind = ValueKind::Tensor;
+        } else if (last.ends_with("Module") || last.ends_with("Layer") || last.ends_with("Attention") ||
+                   last.ends_with("MLP") || last.ends_with("Embedding") || last.ends_with("Norm") ||
+                   last.ends_with("Block") || last.ends_with("Encoder") || last.ends_with("Decoder") ||
+                   last == "ModuleList" || last == "ModuleDict" || last == "Linear" || last == "Dropout") {
+          effect.kind = ValueKind::Module;
+        } else {
+          effect.kind = ValueKind::Unknown;
         }
-        if (is_type(right, "call")) {
-          TSNode callee = field(right, "function");
-          auto q = qualified_name(callee);
-          std::string callee_text = text_of(document_, callee);
-          std::string_view last = callee_text;
-          if (auto dot = last.rfind('.'); dot != std::string_view::npos) last = last.substr(dot + 1);
-          if (q) cls->attribute_constructors[name] = *q;
-          if (q && (*q == "torch.nn.Parameter" || *q == "torch.nn.parameter.Parameter")) {
-            kind = ValueKind::Tensor;
-          } else if (q && q->starts_with("torch.nn.") && !q->starts_with("torch.nn.functional") &&
-                     !q->starts_with("torch.nn.init")) {
-            kind = ValueKind::Module;
-          } else if (const ClassInfo* c = find_class(callee_text); c && c->is_module) {
-            kind = ValueKind::Module;
-          } else if (q && q->starts_with("torch.") && !one_of(std::string_view(*q), kStaticTorchFunctions)) {
-            kind = ValueKind::Tensor;
-          } else if (last == "Parameter") {
-            kind = ValueKind::Tensor;
-          } else if (last.ends_with("Module") || last.ends_with("Layer") || last.ends_with("Attention") ||
-                     last.ends_with("MLP") || last.ends_with("Embedding") || last.ends_with("Norm") ||
-                     last.ends_with("Block") || last.ends_with("Encoder") || last.ends_with("Decoder") ||
-                     last == "ModuleList" || last == "ModuleDict" || last == "Linear" || last == "Dropout") {
-            kind = ValueKind::Module;
-          } else {
-            kind = ValueKind::Unknown;
-          }
-        } else if (is_type(right, "none")) {
-          kind = ValueKind::None;
-        }
-        auto [it, inserted] = cls->attributes.emplace(name, kind);
-        if (!inserted) it->second = merge(it->second, kind);
-      } else if (is_type(node, "call")) {
-        // self.register_buffer("name", tensor) / self.register_parameter("name", param)
-        TSNode callee = field(node, "function");
-        if (!is_type(callee, "attribute") || text_of(document_, field(callee, "object")) != "self") return;
-        std::string method = text_of(document_, field(callee, "attribute"));
-        if (method != "register_buffer" && method != "register_parameter") return;
-        TSNode args = field(node, "arguments");
-        if (ts_node_named_child_count(args) == 0) return;
-        TSNode first = ts_node_named_child(args, 0);
-        if (!is_type(first, "string")) return;
-        std::string name = text_of(document_, first);
-        if (name.size() >= 2) name = name.substr(1, name.size() - 2);
-        cls->attributes[name] = ValueKind::Tensor;
+      } else if (is_type(right, "none")) {
+        effect.kind = ValueKind::None;
       }
-    });
+      out.push_back(std::move(effect));
+    } else if (is_type(node, "call")) {
+      // self.register_buffer("name", tensor) / self.register_parameter("name", param)
+      TSNode callee = field(node, "function");
+      if (!is_type(callee, "attribute") || text_of(document_, field(callee, "object")) != "self") return;
+      std::string method_name = text_of(document_, field(callee, "attribute"));
+      if (method_name != "register_buffer" && method_name != "register_parameter") return;
+      TSNode args = field(node, "arguments");
+      if (ts_node_named_child_count(args) == 0) return;
+      TSNode first = ts_node_named_child(args, 0);
+      if (!is_type(first, "string")) return;
+      AttributeEffect effect;
+      effect.name = text_of(document_, first);
+      if (effect.name.size() >= 2) effect.name = effect.name.substr(1, effect.name.size() - 2);
+      effect.buffer = true;
+      effect.kind = ValueKind::Tensor;
+      out.push_back(std::move(effect));
+    }
+  });
+  return out;
+}
+
+void SemanticModel::apply_attribute_effects(ClassInfo& cls, const std::vector<AttributeEffect>& effects) {
+  for (const AttributeEffect& effect : effects) {
+    if (effect.buffer) {
+      cls.attributes[effect.name] = ValueKind::Tensor;
+      continue;
+    }
+    auto [lit, fresh] = cls.literal_attributes.emplace(effect.name, effect.truth);
+    if (!fresh && lit->second != effect.truth) lit->second = std::nullopt;
+    if (!effect.truth) lit->second = std::nullopt;
+    if (effect.constructor) cls.attribute_constructors[effect.name] = *effect.constructor;
+    auto [it, inserted] = cls.attributes.emplace(effect.name, effect.kind);
+    if (!inserted) it->second = merge(it->second, effect.kind);
   }
 }
 
@@ -644,14 +711,14 @@ const FunctionInfo* SemanticModel::resolve_callee(TSNode call, const FunctionInf
     std::string name = text_of(document_, callee);
     // Nested functions first, then module-level functions.
     for (const FunctionInfo* f = &caller; f; f = f->parent) {
-      for (auto& g : functions_) {
-        if (g->parent == f && g->name == name) return g.get();
+      if (auto it = nested_.find(f); it != nested_.end()) {
+        for (FunctionInfo* g : it->second) {
+          if (g->name == name) return g;
+        }
       }
     }
-    for (auto& g : functions_) {
-      if (!g->owner && !g->parent && g->name == name) return g.get();
-    }
-    return nullptr;
+    auto it = top_level_by_name_.find(name);
+    return it == top_level_by_name_.end() ? nullptr : it->second;
   }
   if (is_type(callee, "attribute")) {
     TSNode object = field(callee, "object");
@@ -667,7 +734,7 @@ const FunctionInfo* SemanticModel::resolve_callee(TSNode call, const FunctionInf
       cls = find_class(object_text);
     }
     for (int depth = 0; cls && depth < 8; ++depth) {
-      if (auto it = cls->methods.find(method); it != cls->methods.end()) return function_for(it->second);
+      if (auto it = cls->methods.find(method); it != cls->methods.end()) return it->second;
       cls = cls->bases.empty() ? nullptr : find_class(cls->bases[0]);
     }
   }
@@ -851,8 +918,10 @@ void SemanticModel::mark_compiled_regions(Scope scope) {
   while (!work.empty()) {
     FunctionInfo* f = work.back();
     work.pop_back();
-    for (auto& g : functions_) {
-      if (g->parent == f && !g->compiled) enter(g.get(), f->entry_description, f->entry_range);
+    if (auto it = nested_.find(f); it != nested_.end()) {
+      for (FunctionInfo* g : it->second) {
+        if (!g->compiled) enter(g, f->entry_description, f->entry_range);
+      }
     }
     for_each_body_node(*f, [&](TSNode node) {
       if (!is_type(node, "call")) return;
@@ -864,21 +933,26 @@ void SemanticModel::mark_compiled_regions(Scope scope) {
   }
 }
 
+std::vector<std::pair<std::string, std::string>> SemanticModel::imported_calls(const FunctionInfo& function) const {
+  std::vector<std::pair<std::string, std::string>> out;
+  for (TSNode node : function.body_nodes) {
+    if (!is_type(node, "call")) continue;
+    TSNode callee = unparenthesize(field(node, "function"));
+    if (!is_type(callee, "identifier")) continue;
+    auto it = imports_.find(text_of(document_, callee));
+    if (it == imports_.end()) continue;
+    const std::string& q = it->second;
+    auto dot = q.rfind('.');
+    if (dot == std::string::npos || q.starts_with("torch.")) continue;
+    out.emplace_back(q.substr(0, dot), q.substr(dot + 1));
+  }
+  return out;
+}
+
 std::vector<std::pair<std::string, std::string>> SemanticModel::imported_calls_from_traced_code() const {
   std::vector<std::pair<std::string, std::string>> out;
   for (auto& f : functions_) {
-    if (!f->compiled) continue;
-    for (TSNode node : f->body_nodes) {
-      if (!is_type(node, "call")) continue;
-      TSNode callee = unparenthesize(field(node, "function"));
-      if (!is_type(callee, "identifier")) continue;
-      auto it = imports_.find(text_of(document_, callee));
-      if (it == imports_.end()) continue;
-      const std::string& q = it->second;
-      auto dot = q.rfind('.');
-      if (dot == std::string::npos || q.starts_with("torch.")) continue;
-      out.emplace_back(q.substr(0, dot), q.substr(dot + 1));
-    }
+    if (f->compiled) out.insert(out.end(), f->imported_calls.begin(), f->imported_calls.end());
   }
   return out;
 }

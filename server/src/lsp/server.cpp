@@ -44,6 +44,7 @@ struct AnalysisResult {
   json diagnostics = json::array();  // parallel to `findings`
   std::string result_id;
   Clock::duration elapsed{};
+  bool incremental = false;  // only the edited function was analysed again
   std::string error;  // the engine failed: no findings
   // Calls from traced code to functions imported from other modules: (module as written, name).
   std::vector<std::pair<std::string, std::string>> imported_calls;
@@ -52,6 +53,12 @@ struct AnalysisResult {
 // State touched only on the document's strand.
 struct Worker {
   std::unique_ptr<Document> document;
+  // Re-analyses only the edited function when it can (the results equal a whole-file analysis).
+  IncrementalAnalyzer analyzer;
+  void release() {
+    analyzer.reset();
+    document.reset();
+  }
 };
 
 struct OpenDocument {
@@ -671,7 +678,7 @@ struct Server::Impl {
                     document.uri + " has " + std::to_string(document.snapshot->text->size()) +
                         " bytes, more than maxFileSize (" +
                         std::to_string(settings.max_file_bytes) + "): not analysed");
-        asio::post(document.strand, [worker] { worker->document.reset(); });
+        asio::post(document.strand, [worker] { worker->release(); });
       }
     }
   }
@@ -800,7 +807,7 @@ struct Server::Impl {
     if (OpenDocument* evicted = find_document(recently_edited.back())) {
       evicted->keep_tree->store(false);
       asio::post(evicted->strand, [worker = evicted->worker, keep = evicted->keep_tree] {
-        if (!keep->load()) worker->document.reset();
+        if (!keep->load()) worker->release();
       });
     }
     recently_edited.pop_back();
@@ -911,17 +918,21 @@ struct Server::Impl {
                         result->version);
           worker->document = std::make_unique<Document>(path, *result->snapshot->text);
         }
-        Analysis analysis = analyze(*worker->document, config);
-        if (analysis.model) {
-          result->imported_calls = analysis.model->imported_calls_from_traced_code();
+        // Fixes are attached to new findings only; carried ones keep theirs.
+        auto attach = [](const Document& edited, Analysis& fresh) { attach_fixes(edited, fresh); };
+        IncrementalAnalyzer::Result run =
+            worker->analyzer.run(*worker->document, config, result->generation, attach);
+        if (run.analysis.model) {
+          result->imported_calls = run.analysis.model->imported_calls_from_traced_code();
         }
-        attach_fixes(*worker->document, analysis);
-        result->findings = std::move(analysis.findings);
+        result->findings = std::move(run.analysis.findings);
+        result->incremental = run.reanalysed.has_value();
       } catch (const std::exception& error) {
+        worker->analyzer.reset();
         result->findings.clear();
         result->error = error.what();
       }
-      if (!keep->load()) worker->document.reset();
+      if (!keep->load()) worker->release();
       for (const Finding& finding : result->findings) {
         result->diagnostics.push_back(to_diagnostic(finding, result->snapshot->lines, encoding_used,
                                                     uri, result->version));
@@ -956,9 +967,10 @@ struct Server::Impl {
       log_message(protocol::message_type::kError,
                   "analysis of " + uri + " failed: " + result->error);
     }
-    spdlog::debug("analysed {} v{}: {} findings in {:.2f} ms", uri, result->version,
+    spdlog::debug("analysed {} v{}: {} findings in {:.2f} ms ({})", uri, result->version,
                   result->findings.size(),
-                  std::chrono::duration<double, std::milli>(result->elapsed).count());
+                  std::chrono::duration<double, std::milli>(result->elapsed).count(),
+                  result->incremental ? "the edited function" : "whole file");
     document->latest = result;
     update_workspace_calls(*document, *result);
     if (document->publish_pending) publish(*document);

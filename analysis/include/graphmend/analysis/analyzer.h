@@ -1,7 +1,9 @@
 // The engine's entry point: facts for one document, then the rules over them.
 #pragma once
 
+#include <functional>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "graphmend/analysis/config.h"
@@ -19,5 +21,39 @@ struct Analysis {
 
 // Pure function of the document text and config: safe to call from any thread on distinct documents.
 Analysis analyze(const Document& document, const Config& config);
+
+// Orders findings by position (then code) and drops duplicates.
+void sort_findings(std::vector<Finding>& findings);
+
+// Analyses one Document again and again as it is edited (the language server's loop), re-reading only
+// the edited function when an edit stays inside one function body and changes nothing other functions
+// see; otherwise it analyses afresh. Its results equal `analyze`'s (tests/unit/incremental_test.cpp
+// checks this on random edits of real files). Not thread safe: one per document, used in order.
+class IncrementalAnalyzer {
+ public:
+  // Runs on the findings that are new in this analysis (all of them when afresh), before they are
+  // kept for reuse: the place to attach fixes.
+  using Finish = std::function<void(const Document&, Analysis&)>;
+  struct Result {
+    Analysis analysis;
+    // The part of the document whose findings were computed again; nullopt when all of it was.
+    std::optional<ByteRange> reanalysed;
+  };
+
+  // `generation` names the configuration: a different one means analysing afresh. The returned
+  // model is shared with this analyzer and changes with the next call.
+  Result run(Document& document, const Config& config, uint64_t generation, const Finish& finish = {});
+  void reset();
+
+ private:
+  std::optional<Result> update(const Document& document, const Config& config, const Document::Changes& changes,
+                               const Finish& finish);
+
+  std::shared_ptr<SemanticModel> model_;
+  std::vector<Finding> findings_;
+  const Document* document_ = nullptr;
+  uint64_t generation_ = 0;
+  bool exempt_ = false;
+};
 
 }  // namespace graphmend

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -31,6 +32,16 @@ class Document {
   void apply_edit(ByteRange range, std::string_view new_text);
   void replace_text(std::string text);
 
+  // Where the text and the tree changed since the last call (edits and the syntax they changed, as one
+  // range of the current text; `delta` is the change in size), or nullopt when the text was replaced
+  // wholesale or first parsed. `unchanged` is true when nothing was edited at all.
+  struct Changes {
+    bool unchanged = true;
+    ByteRange region;
+    int64_t delta = 0;
+  };
+  std::optional<Changes> take_changes();
+
   bool has_syntax_errors() const;
   // Ranges of ERROR and MISSING nodes: analysis reports nothing inside them.
   std::vector<ByteRange> error_ranges() const;
@@ -45,6 +56,7 @@ class Document {
   LineIndex lines_;
   TSParser* parser_ = nullptr;
   TSTree* tree_ = nullptr;
+  std::optional<Changes> changes_;  // nullopt: not known (a fresh parse)
 };
 
 ByteRange node_range(TSNode node);

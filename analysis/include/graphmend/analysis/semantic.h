@@ -2,6 +2,7 @@
 // functions, which of them Dynamo traces (compiled regions), and which values are tensors.
 #pragma once
 
+#include <array>
 #include <memory>
 #include <optional>
 #include <string>
@@ -28,19 +29,38 @@ enum class ValueKind {
 };
 std::string_view to_string(ValueKind kind);
 
+struct FunctionInfo;
+
 struct ClassInfo {
   TSNode node{};
   std::string name;
   std::vector<std::string> bases;  // qualified where imports resolve them
   bool is_module = false;
   std::unordered_map<std::string, ValueKind> attributes;  // self.<name> kinds set anywhere in the class
-  std::unordered_map<std::string, TSNode> methods;
+  std::unordered_map<std::string, FunctionInfo*> methods;
   std::unordered_map<std::string, std::optional<bool>> literal_attributes;
   std::unordered_map<std::string, std::string> attribute_constructors;  // self.x = torch.nn.Linear(...) -> qualified  // nullopt: mixed/non-literal
 };
 
+// One write to `self.<name>` (or register_buffer/register_parameter) in a method: what the class's
+// attribute facts are folded from, kept per method so an edit can be checked against them.
+struct AttributeEffect {
+  std::string name;
+  ValueKind kind = ValueKind::Static;
+  bool buffer = false;                   // register_buffer/register_parameter: always a tensor
+  std::optional<bool> truth;             // the literal's truthiness; nullopt when not a literal
+  std::optional<std::string> constructor;  // qualified callee of `self.x = torch.nn.Linear(...)`
+  bool operator==(const AttributeEffect&) const = default;
+};
+
+// Number of passes of the locals/call-site fixpoint.
+inline constexpr int kInferencePasses = 3;
+
 struct FunctionInfo {
-  TSNode node{};  // function_definition
+  TSNode node{};  // function_definition (null for functions an incremental update did not re-read)
+  uint32_t index = 0;  // position in SemanticModel::functions()
+  ByteRange range{};       // the function_definition
+  ByteRange body_range{};  // its body block
   std::string name;
   std::string qualified_name;  // Class.method or function
   ClassInfo* owner = nullptr;
@@ -59,6 +79,28 @@ struct FunctionInfo {
   // Every named node of the body in source order, nested definitions and lambdas left out: the passes
   // over a function read this list instead of walking the tree again.
   std::vector<TSNode> body_nodes;
+
+  // What other functions see of this one, pass by pass of the fixpoint (for incremental updates):
+  std::array<ValueKind, kInferencePasses> return_by_pass{};
+  std::array<std::vector<std::vector<ValueKind>>, kInferencePasses> call_site_args_by_pass;  // on entry
+  // Arguments this function passes to functions of the file at the end of each pass: (callee index, kinds).
+  std::array<std::vector<std::pair<uint32_t, std::vector<ValueKind>>>, kInferencePasses> outgoing_by_pass;
+  std::vector<uint32_t> resolved_callees;  // indices of the functions its calls resolve to, in order
+  std::vector<AttributeEffect> attribute_effects;
+  std::vector<std::pair<std::string, std::string>> imported_calls;  // see imported_calls_from_traced_code
+};
+
+// Where an edit landed, in the edited text's bytes: outside `region` text and tree are unchanged, and
+// shifted by `delta` bytes after it.
+struct EditSummary {
+  ByteRange region;
+  int64_t delta = 0;
+};
+
+// Transparent hashing, so maps keyed by std::string can be searched with a string_view.
+struct StringHash {
+  using is_transparent = void;
+  size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
 };
 
 class SemanticModel {
@@ -70,6 +112,14 @@ class SemanticModel {
   std::vector<std::pair<std::string, std::string>> imported_calls_from_traced_code() const;
 
   const Document& document() const { return document_; }
+
+  // Brings the model up to date with `document_` after edits inside one function's body, re-inferring
+  // only that function. Succeeds only when the result equals a fresh model's: the edit leaves the
+  // function's header, nested definitions, imports and torch.compile calls alone, and everything other
+  // functions see of it (its return kind, the arguments it passes, the callees it reaches, the
+  // attributes it sets) is the same in every pass. Returns the re-read function, or nullptr when the
+  // model must be built afresh (it is then unusable).
+  const FunctionInfo* update_after_edit(const EditSummary& edit);
 
   // `t.nn.functional.pad` -> "torch.nn.functional.pad" through the file's imports; nullopt if not an import.
   std::optional<std::string> qualified_name(TSNode expr) const;
@@ -106,11 +156,17 @@ class SemanticModel {
  private:
   void collect_imports(TSNode root);
   void collect_definitions(TSNode node, ClassInfo* owner, FunctionInfo* parent);
+  void index_definitions();
   void infer_class_attributes();
   void infer_locals(FunctionInfo& function);
   void mark_compiled_regions(Scope scope);
   void collect_compile_call_targets();
-  void collect_call_sites();
+  void collect_call_sites(int pass);
+  std::vector<std::pair<uint32_t, std::vector<ValueKind>>> outgoing_calls(const FunctionInfo& caller) const;
+  std::vector<AttributeEffect> attribute_effects(const FunctionInfo& method) const;
+  void apply_attribute_effects(ClassInfo& cls, const std::vector<AttributeEffect>& effects);
+  std::vector<std::pair<std::string, std::string>> imported_calls(const FunctionInfo& function) const;
+  void read_function(FunctionInfo& fn, TSNode definition);
   void collect_module_constants(TSNode root);
   ValueKind attribute_kind(const ClassInfo* cls, const std::string& name, int depth = 0) const;
   ValueKind call_kind(TSNode call, const FunctionInfo& function) const;
@@ -122,6 +178,10 @@ class SemanticModel {
   std::vector<std::unique_ptr<ClassInfo>> classes_;
   std::vector<std::unique_ptr<FunctionInfo>> functions_;
   std::unordered_map<uint32_t, FunctionInfo*> function_by_start_;  // definition start byte
+  // Lookups by name, first definition in source order first.
+  std::unordered_map<std::string, const ClassInfo*, StringHash, std::equal_to<>> class_by_name_;
+  std::unordered_map<std::string, FunctionInfo*> top_level_by_name_;
+  std::unordered_map<const FunctionInfo*, std::vector<FunctionInfo*>> nested_;  // parent -> nested functions
   std::unordered_set<const FunctionInfo*> disabled_;
   std::unordered_map<std::string, ValueKind> module_globals_;
   // Module-level names bound once to a literal, and self attributes only ever set to literals: truthiness.
@@ -129,6 +189,9 @@ class SemanticModel {
   std::unordered_set<std::string> deferred_;
   std::unordered_set<std::string> module_loggers_;
   std::vector<TSNode> compile_calls_;  // calls whose callee text ends in "compile"
+  // Start bytes of every import statement and of every call whose callee text ends in "compile".
+  std::vector<uint32_t> import_starts_;
+  std::vector<uint32_t> compile_call_starts_;
 };
 
 // Small tree-sitter helpers shared by rules and transforms.
