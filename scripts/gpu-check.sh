@@ -14,11 +14,14 @@
 #    transformers modeling module with graphmend's safe fixes of it); or the lines of
 #    $GPU_CHECK_TARGETS, each `path/file.py::factory=FIXED[@MODULE]` with FIXED a file, `auto` or `none`
 #    and MODULE the dotted module the fixed source stands in for (default: the target file itself);
-# 4. rewrites the `## GPU` section of docs/benchmarks.md ($GPU_CHECK_DOC) with a table, the card's name,
-#    torch and CUDA versions and the date. Raw results stay in $GPU_CHECK_OUT (default: a temp folder).
+# 4. rewrites the `gpu` section of docs/benchmarks.md ($GPU_CHECK_DOC; between `<!-- gpu:begin -->` and
+#    `<!-- gpu:end -->` like the other benchmarks' sections, heading `## GPU`) with a table, the card's
+#    name, torch and CUDA versions and the date. Raw results stay in $GPU_CHECK_OUT (default: a temp folder).
 #
 # Knobs: GPU_CHECK_HF ("longformer bart": recipe names; empty for none), GPU_CHECK_REPEATS (2),
-# GPU_CHECK_BUDGET_S (600: no new target starts after this many seconds; the rest are listed as not run), GPU_CHECK_TIMEOUT (900 s per arm), GPU_CHECK_BACKEND (inductor),
+# GPU_CHECK_BUDGET_S (600: no new target starts after this many seconds; the rest are listed as not run),
+# GPU_CHECK_TIMEOUT (900 s per arm), GPU_CHECK_BACKEND (inductor), GPU_CHECK_THREADS (torch threads per
+# arm: 1 on the CPU, where a shared machine makes OpenMP threads wait on each other; torch's own on a GPU),
 # GPU_CHECK_NO_BUILD=1 (never build: use $GRAPHMEND_BIN or build/graphmend, else the Python fallback).
 # Exit status: 0 all validated with equal outputs, 1 some target failed or changed outputs, 3 no torch.
 set -uo pipefail
@@ -51,6 +54,12 @@ fi
 device="$("$py" -c "import torch; print('cuda' if torch.cuda.is_available() else 'cpu')")"
 log "python $py, device $device"
 [ "$device" = cpu ] && log "no GPU visible to torch: running the same path on the CPU"
+threads="${GPU_CHECK_THREADS-}"
+[ -z "${GPU_CHECK_THREADS+x}" ] && [ "$device" = cpu ] && threads=1
+thread_args=()
+[ -n "$threads" ] && thread_args=(--threads "$threads")
+# The Hugging Face models are built from configs in code: nothing to download.
+export HF_HUB_OFFLINE=1
 
 # -- 2. graphmend ---------------------------------------------------------------------------------------
 bin="${GRAPHMEND_BIN:-}"
@@ -143,7 +152,7 @@ for spec in "${targets[@]}"; do
   log "[$index/${#targets[@]}] $target (fixed: $fixed${module:+ as $module})"
   if [ -n "$bin" ]; then
     "$bin" validate "$target" --fixed "$fixed" ${module_args[@]+"${module_args[@]}"} --python "$py" --device "$device" --backend "$backend" \
-      --repeats "$repeats" --timeout "$timeout_s" --json --quiet --report "$out/$name" >"$out/$name.json"
+      ${thread_args[@]+"${thread_args[@]}"} --repeats "$repeats" --timeout "$timeout_s" --json --quiet --report "$out/$name" >"$out/$name.json"
     rc=$?
   elif [ "$fixed" = auto ]; then
     log "  skipped: --fixed auto needs the graphmend binary"
@@ -152,7 +161,7 @@ for spec in "${targets[@]}"; do
     rc=3
   else
     PYTHONPATH="$root/gpu-validator${PYTHONPATH:+:$PYTHONPATH}" "$py" -m graphmend_validator validate "$target" \
-      --fixed "$fixed" ${module_args[@]+"${module_args[@]}"} --device "$device" --backend "$backend" --repeats "$repeats" --timeout "$timeout_s" \
+      --fixed "$fixed" ${module_args[@]+"${module_args[@]}"} --device "$device" --backend "$backend" ${thread_args[@]+"${thread_args[@]}"} --repeats "$repeats" --timeout "$timeout_s" \
       >"$out/$name.json" 2>"$out/$name.stderr"
     rc=$?
   fi
@@ -160,10 +169,10 @@ for spec in "${targets[@]}"; do
 done
 
 # -- 4. the table -----------------------------------------------------------------------------------------
-"$py" - "$out" "$doc" "$device" "$backend" "$repeats" "${bin:-python -m graphmend_validator}" "$root" <<'PY'
-import datetime, glob, json, os, platform, sys
+"$py" - "$out" "$doc" "$device" "$backend" "$repeats" "${bin:-python -m graphmend_validator}" "$root" "$threads" <<'PY'
+import datetime, glob, json, os, platform, re, sys
 
-out, doc, device, backend, repeats, driver, root = sys.argv[1:8]
+out, doc, device, backend, repeats, driver, root, threads = sys.argv[1:9]
 import torch
 
 results = []
@@ -194,7 +203,8 @@ for r in results:
         shown = f"{factory.removeprefix('make_')} (HF, fixes in {r['fixed_module'].rsplit('.', 1)[-1]})"
     fixed = r.get("fixed_mode") or "?"
     if fixed == "auto":
-        fixed = f"auto ({r['fixes_applied']} fixes)" if "fixes_applied" in r else "auto"
+        n = r.get("fixes_applied")
+        fixed = "auto" if n is None else f"auto ({n} fix{'' if n == 1 else 'es'})"
     elif fixed == "file":
         fixed = "by hand"
     if not r.get("ok"):
@@ -211,6 +221,7 @@ for r in results:
         f"| {seconds(o['steady_state_s'])} → {seconds(f.get('steady_state_s'))} ({ratio(r.get('steady_state_speedup'))}) |")
 
 now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+thread_text = "" if not threads else f" · {threads} torch thread{'' if threads == '1' else 's'} per arm"
 if device == "cuda":
     card = torch.cuda.get_device_name(0)
     where = f"Card: **{card}** · CUDA {torch.version.cuda} · torch {torch.__version__}"
@@ -227,8 +238,8 @@ lines = [
     "## GPU",
     "",
     "<!-- written by scripts/gpu-check.sh: rerun it rather than editing by hand -->",
-    f"{where} · backend {backend} · {repeats} repeats per arm, alternated, each a fresh process with compile "
-    f"caches off · {now} · driver `{os.path.basename(driver.split()[0])}`",
+    f"{where} · backend {backend} · {repeats} repeat{'' if repeats == '1' else 's'} per arm, alternated, each a fresh "
+    f"process with compile caches off{thread_text} · {now} · driver `{os.path.basename(driver.split()[0])}`",
     "",
     "Breaks and graphs are original → fixed; times are medians of the first compiled call (cold start, compile "
     "included) and of one call after warm-up (steady state), original → fixed (original / fixed). Outputs: eager "
@@ -239,21 +250,29 @@ lines = [
     *rows,
     "",
 ]
-section = "\n".join(lines)
+section = "\n".join(lines).rstrip("\n")
+# The section sits between markers, like every benchmark's section (bench/common.py replace_section),
+# so that rewriting it never touches a neighbour; an unmarked `## GPU` section from an older run is
+# replaced up to the next heading or marker.
+begin, end = "<!-- gpu:begin -->", "<!-- gpu:end -->"
+block = f"{begin}\n{section}\n{end}"
 try:
-    with open(doc) as handle:
+    with open(doc, encoding="utf-8") as handle:
         text = handle.read()
 except FileNotFoundError:
     text = "# Benchmarks\n"
-doc_lines = text.splitlines()
-start = next((i for i, l in enumerate(doc_lines) if l.strip() == "## GPU"), None)
-if start is None:
-    new = text.rstrip("\n") + "\n\n" + section
+marked = re.compile(re.escape(begin) + r".*?" + re.escape(end), re.S)
+legacy = re.compile(r"^## GPU[ \t]*\n.*?(?=^## |^<!-- [\w-]+:(?:begin|end) -->|\Z)", re.S | re.M)
+if marked.search(text):
+    text = marked.sub(lambda _m: block, text, count=1)
+elif legacy.search(text):
+    text = legacy.sub(lambda _m: block + "\n\n", text, count=1)
 else:
-    end = next((i for i in range(start + 1, len(doc_lines)) if doc_lines[i].startswith("## ")), len(doc_lines))
-    new = "\n".join(doc_lines[:start] + section.splitlines() + ([""] if end < len(doc_lines) else []) + doc_lines[end:]) + "\n"
-with open(doc, "w") as handle:
-    handle.write(new)
+    text = text.rstrip("\n") + "\n\n" + block + "\n"
+text = text.rstrip("\n") + "\n"
+with open(doc + ".tmp", "w", encoding="utf-8") as handle:
+    handle.write(text)
+os.replace(doc + ".tmp", doc)
 print(section)
 PY
 log "results in $out; section written to $doc"
