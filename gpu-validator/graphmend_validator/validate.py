@@ -351,7 +351,7 @@ class Validation:
         for r in range(repeats):
             order = arms if r % 2 == 0 else list(reversed(arms))  # alternate: A B, B A, A B, ...
             for arm in order:
-                self.progress(f"{arm} {r + 1}/{repeats}", int(100 * step / total_steps))
+                self.progress(f"{arm} arm, run {r + 1}/{repeats}", int(100 * step / total_steps))
                 extra = {"analyze": r == 0}
                 source = self.file if arm == "original" else self.p["fixed_source"]
                 if arm == "fixed" and self.p["fixed_module"]:

@@ -57,6 +57,9 @@ options:
   --json                  print one JSON object instead of the table
   --report DIR            write DIR/validation.json and DIR/report.html
   --quiet                 no progress on stderr
+  --progress-json         progress as JSON lines on stderr, one object per stage (for programs such
+                          as the language server): {"progress": {"message": "original arm, run 1/2",
+                          "percentage": 25}}
 
 exit status: 0 validated (outputs equal), 1 outputs differ, 2 user code raised, hung, exited or
 crashed, 3 usage or environment error, 130 interrupted
@@ -79,6 +82,7 @@ struct Options {
   std::string mode = "eval";
   bool json_output = false;
   bool quiet = false;
+  bool progress_json = false;
   std::optional<fs::path> report_dir;
 };
 
@@ -109,8 +113,11 @@ std::optional<Options> parse_args(const std::vector<std::string>& args, std::str
       options.json_output = true;
     } else if (arg == "--quiet" || arg == "-q") {
       options.quiet = true;
-    } else if (arg == "--fixed" || arg == "--fixed-module" || arg == "--python" || arg == "--device" || arg == "--backend" || arg == "--repeats" ||
-               arg == "--threads" || arg == "--timeout" || arg == "--mode" || arg == "--report") {
+    } else if (arg == "--progress-json") {
+      options.progress_json = true;
+    } else if (arg == "--fixed" || arg == "--fixed-module" || arg == "--python" || arg == "--device" ||
+               arg == "--backend" || arg == "--repeats" || arg == "--threads" || arg == "--timeout" ||
+               arg == "--mode" || arg == "--report") {
       auto v = value();
       if (!v) return std::nullopt;
       if (arg == "--fixed") {
@@ -256,6 +263,60 @@ int exit_code_for(const json& result) {
   return kExitOk;
 }
 
+// A stage of the run on stderr: a JSON line with --progress-json, else a line of text unless --quiet.
+void progress(const Options& options, const std::string& message, int percentage) {
+  if (options.progress_json) {
+    json line = {{"progress", {{"message", message}}}};
+    if (percentage >= 0) line["progress"]["percentage"] = percentage;
+    std::cerr << line.dump() << std::endl;
+    return;
+  }
+  if (options.quiet) return;
+  std::cerr << "graphmend validate: " << message;
+  if (percentage >= 0) std::cerr << " (" << percentage << "%)";
+  std::cerr << "\n";
+}
+
+// Ctrl-C / SIGTERM from the moment the command starts: the flag is set, and `token()` is stopped,
+// so that a run being cancelled (the language server sends SIGTERM to the child's process group)
+// cancels the validator, which kills the running arm's process group. Restores the old handlers.
+class InterruptGuard {
+ public:
+  InterruptGuard() {
+    g_interrupted = 0;
+    struct sigaction action {};
+    action.sa_handler = on_interrupt;
+    sigemptyset(&action.sa_mask);
+    ::sigaction(SIGINT, &action, &old_int_);
+    ::sigaction(SIGTERM, &action, &old_term_);
+    watcher_ = std::jthread([this](std::stop_token stop) {
+      while (!stop.stop_requested()) {
+        if (g_interrupted != 0) {
+          cancel_.request_stop();
+          return;
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      }
+    });
+  }
+  ~InterruptGuard() {
+    watcher_.request_stop();
+    if (watcher_.joinable()) watcher_.join();
+    ::sigaction(SIGINT, &old_int_, nullptr);
+    ::sigaction(SIGTERM, &old_term_, nullptr);
+  }
+  InterruptGuard(const InterruptGuard&) = delete;
+  InterruptGuard& operator=(const InterruptGuard&) = delete;
+  bool interrupted() const { return g_interrupted != 0; }
+  std::stop_token token() const { return cancel_.get_token(); }
+
+ private:
+  struct sigaction old_int_ {};
+  struct sigaction old_term_ {};
+  std::stop_source cancel_;
+  std::jthread watcher_;
+};
+
 }  // namespace
 
 int run_validate_command(const std::vector<std::string>& args) {
@@ -278,14 +339,21 @@ int run_validate_command(const std::vector<std::string>& args) {
   if (!options.fixed_module.empty() && options.fixed == "none") {
     return fail(&options, "bad_params", "--fixed-module needs a fixed source (a file or auto)", kExitEnvironment);
   }
+  InterruptGuard interrupt;
+  auto interrupted = [&] { return fail(&options, "cancelled", "interrupted before the arms ran", kExitInterrupted); };
   std::error_code ec;
   const std::string python = discover_python(options.python, target_file, fs::current_path(ec));
+  progress(options, "starting the validator (" + python + ")", 0);
   ValidatorClient client;
   json info;
   try {
     info = client.start(python);
   } catch (const ValidatorError& e) {
     return fail(&options, e.kind(), e.what(), kExitEnvironment);
+  }
+  if (interrupt.interrupted()) {
+    client.stop();
+    return interrupted();
   }
 
   // The fixed arm's source.
@@ -332,10 +400,12 @@ int run_validate_command(const std::vector<std::string>& args) {
       if (!out) return fail(&options, "io", "cannot write " + fixed_path.string(), kExitEnvironment);
     }
     fixed_source = fixed_path.string();
-    if (!options.quiet && !options.json_output) {
-      std::cerr << "graphmend validate: " << fixes_applied << " safe fix" << (fixes_applied == 1 ? "" : "es")
-                << " applied to " << to_fix.filename().string() << " (" << fixed.remaining.size()
-                << " finding" << (fixed.remaining.size() == 1 ? "" : "s") << " left)\n";
+    if (options.progress_json || !options.json_output) {
+      progress(options,
+               std::to_string(fixes_applied) + " safe fix" + (fixes_applied == 1 ? "" : "es") + " applied to " +
+                   to_fix.filename().string() + " (" + std::to_string(fixed.remaining.size()) + " finding" +
+                   (fixed.remaining.size() == 1 ? "" : "s") + " left)",
+               0);
     }
   } else {
     fixed_mode = "file";
@@ -358,52 +428,28 @@ int run_validate_command(const std::vector<std::string>& args) {
   };
   if (options.threads > 0) params["threads"] = options.threads;
 
-  // Ctrl-C / SIGTERM: cancel the request; the validator kills the running arm's process group.
-  g_interrupted = 0;
-  struct sigaction action {};
-  action.sa_handler = on_interrupt;
-  sigemptyset(&action.sa_mask);
-  struct sigaction old_int {}, old_term {};
-  ::sigaction(SIGINT, &action, &old_int);
-  ::sigaction(SIGTERM, &action, &old_term);
-  std::stop_source cancel;
-  std::jthread watcher([&cancel](std::stop_token stop) {
-    while (!stop.stop_requested()) {
-      if (g_interrupted != 0) {
-        cancel.request_stop();
-        return;
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    }
-  });
-  auto restore = [&] {
-    watcher.request_stop();
-    if (watcher.joinable()) watcher.join();
-    ::sigaction(SIGINT, &old_int, nullptr);
-    ::sigaction(SIGTERM, &old_term, nullptr);
-  };
+  if (interrupt.interrupted()) {
+    client.stop();
+    return interrupted();
+  }
 
   const int arms = fixed_source.is_null() ? 1 : 2;
   const auto deadline = std::chrono::seconds(
       static_cast<long long>((options.timeout_s + 120.0) * (options.repeats * arms + 1)) + 300);
-  auto on_progress = [&](const Progress& progress) {
-    if (options.quiet || progress.kind != "report") return;
-    std::cerr << "graphmend validate: " << progress.message;
-    if (progress.percentage >= 0) std::cerr << " (" << progress.percentage << "%)";
-    std::cerr << "\n";
+  // The validator's own stages: "prepare: ...", "original arm, run 1/2", ..., "done".
+  auto on_progress = [&](const Progress& p) {
+    if (p.kind == "report" && !p.message.empty()) progress(options, p.message, p.percentage);
   };
   json result;
   try {
-    result = client.validate(params, on_progress, cancel.get_token(), deadline);
+    result = client.validate(params, on_progress, interrupt.token(), deadline);
   } catch (const ValidatorError& e) {
-    restore();
     client.stop();
     if (e.kind() == "cancelled") return fail(&options, "cancelled", "interrupted; the running arm was killed", kExitInterrupted);
     const int code = (e.kind() == "validator_died" || e.kind() == "timeout" || e.kind() == "internal") ? kExitUserCode
                                                                                                       : kExitEnvironment;
     return fail(&options, e.kind(), e.what(), code);
   }
-  restore();
   client.stop();
 
   result["fixed_mode"] = fixed_mode;
