@@ -37,13 +37,14 @@ def apply_text_edits(text, edits):
 
 
 class LspClient:
-    def __init__(self, command, cwd=None):
+    def __init__(self, command, cwd=None, env=None):
         self.process = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                        stderr=subprocess.PIPE, cwd=cwd)
+                                        stderr=subprocess.PIPE, cwd=cwd, env=env)
         self.messages = queue.Queue()
         self.backlog = []
         self.next_id = 0
         self.stderr_lines = []
+        self.server_requests = []  # every server-to-client request, in order (answered by answer_server_request)
         threading.Thread(target=self._read, daemon=True).start()
         threading.Thread(target=self._drain_stderr, daemon=True).start()
 
@@ -108,6 +109,7 @@ class LspClient:
 
     def answer_server_request(self, message):
         """Server-to-client requests: applyEdit is recorded and accepted, the rest get null."""
+        self.server_requests.append(message)
         if message["method"] == "workspace/applyEdit":
             self.backlog.append(message)
             self.send({"id": message["id"], "result": {"applied": True}})

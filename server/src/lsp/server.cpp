@@ -134,6 +134,8 @@ struct Server::Impl {
                  : std::clamp(std::thread::hardware_concurrency(), 2u, 5u) - 1u) {}
 
   ~Impl() {
+    // Also when the server stops without `exit` (its output failed): no validation outlives it.
+    if (validator) validator->stop_all();
     pool.stop();
     pool.join();
   }
@@ -157,6 +159,8 @@ struct Server::Impl {
   bool configuration_pull = false;
   bool watch_registration = false;
   bool refresh_support = false;
+  bool work_done_progress = false;  // window.workDoneProgress: the server may create tokens
+  bool code_lens_refresh = false;   // workspace.codeLens.refreshSupport
 
   Settings settings;
   // Workspace pass over the open documents: target uri -> source uri -> functions of the target
@@ -164,6 +168,20 @@ struct Server::Impl {
   std::map<std::string, std::map<std::string, std::set<std::string>>> traced_into;
   uint64_t next_result_id = 0;
   std::shared_ptr<Validator> validator;
+  // Validator commands in flight, by request key: their `$/progress` token (null: the client gets
+  // none) and whether it may be used yet (a token the server asked the client to create is usable
+  // once the client answered).
+  struct CommandRun {
+    json id;
+    std::string what;  // "validate example": the progress title (after "graphmend: ") and the log's
+    json token;
+    bool token_ready = false;
+    bool begun = false;
+    // The latest stage reported before `begin` could be sent (while the token was being created).
+    std::optional<std::pair<std::string, int>> last_report;
+  };
+  std::map<std::string, CommandRun> command_runs;
+  uint64_t next_progress_token = 0;
 
   std::map<std::string, std::shared_ptr<OpenDocument>> documents;
   // Documents edited most recently, newest first: only these keep their tree-sitter tree between
@@ -288,6 +306,9 @@ struct Server::Impl {
     if (method == "shutdown") {
       state = State::ShutDown;
       for (auto& [uri, document] : documents) document->debounce.cancel();
+      // Running validations are cancelled: each is answered with RequestCancelled once its
+      // processes are gone.
+      for (const auto& [key, run] : command_runs) validator->cancel(run.id);
       return reply(id, nullptr);
     }
     if (method == "textDocument/hover") return hover(id, params);
@@ -312,6 +333,7 @@ struct Server::Impl {
     try {
       if (method == "initialized") return initialized();
       if (method == "$/cancelRequest") return cancel(message.params);
+      if (method == "window/workDoneProgress/cancel") return cancel_progress(message.params);
       if (method == "textDocument/didOpen") return did_open(message.params);
       if (method == "textDocument/didChange") return did_change(message.params);
       if (method == "textDocument/didSave") return did_save(message.params);
@@ -356,6 +378,7 @@ struct Server::Impl {
     exit_code = code;
     spdlog::info("exiting with code {}", code);
     for (auto& [uri, document] : documents) document->debounce.cancel();
+    if (validator) validator->stop_all();  // no validation outlives the server
     if (self.on_exit) self.on_exit(code);
   }
 
@@ -365,7 +388,22 @@ struct Server::Impl {
     if (id == nullptr) throw ProtocolError(errc::kInvalidParams, "params.id must be an id");
     if (is_pending(*id)) {
       spdlog::debug("cancelling request {}", id->dump());
+      // A validation is answered once its processes are gone (its `done` gets RequestCancelled).
+      if (command_runs.count(key_of(*id)) != 0 && validator->cancel(*id)) return;
       reply_error(*id, errc::kRequestCancelled, "request cancelled");
+    }
+  }
+
+  void cancel_progress(const json& params) {
+    const json* token = protocol::optional_member(params, "/token", json::value_t::string);
+    if (token == nullptr) token = protocol::optional_member(params, "/token", json::value_t::number_integer);
+    if (token == nullptr) throw ProtocolError(errc::kInvalidParams, "params.token must be a progress token");
+    for (const auto& [key, run] : command_runs) {
+      if (run.token == *token) {
+        spdlog::debug("progress {} cancelled: cancelling request {}", token->dump(), key);
+        validator->cancel(run.id);
+        return;
+      }
     }
   }
 
@@ -394,6 +432,8 @@ struct Server::Impl {
     configuration_pull = flag(caps, "/workspace/configuration");
     watch_registration = flag(caps, "/workspace/didChangeWatchedFiles/dynamicRegistration");
     refresh_support = flag(caps, "/workspace/diagnostics/refreshSupport");
+    work_done_progress = flag(caps, "/window/workDoneProgress");
+    code_lens_refresh = flag(caps, "/workspace/codeLens/refreshSupport");
 
     std::vector<std::string> warnings;
     if (const json* options = protocol::optional_member(params, "/initializationOptions",
@@ -1286,18 +1326,95 @@ struct Server::Impl {
         if (!settings.validate_enable)
           return reply_error(id, errc::kRequestFailed, "validation is turned off (graphmend.validate.enable)");
         validator->set_python(settings.validator_python.value_or(""));
-        validator->execute(command, arguments,
-                           [this, id](json result, std::optional<protocol::ResponseError> error) {
-                             asio::post(io, [this, id, result = std::move(result),
-                                             error = std::move(error)] {
-                               if (error) return reply_error(id, error->code, error->message);
-                               reply(id, result);
-                             });
-                           });
-        return;
+        return run_command(id, command, arguments, params);
       }
     }
     throw ProtocolError(errc::kInvalidParams, "unknown command: " + command);
+  }
+
+  // A validator command: `$/progress` from its reports (begun at the first one, so a command
+  // refused at once shows none), the answer and the progress's end from `done`, then a code lens
+  // refresh.
+  void run_command(const json& id, const std::string& command, const json& arguments, const json& params) {
+    const std::string key = key_of(id);
+    CommandRun& run = command_runs[key];
+    run.id = id;
+    std::string target;
+    if (const json* t = protocol::optional_member(arguments, "/0", json::value_t::string))
+      target = *t;
+    else if (const json* u = protocol::optional_member(arguments, "/0/target", json::value_t::string))
+      target = *u;
+    run.what = command == "graphmend.validate" ? std::string("validate") : command;
+    if (const auto sep = target.rfind("::"); sep != std::string::npos) run.what += " " + target.substr(sep + 2);
+    const json* token = protocol::optional_member(params, "/workDoneToken", json::value_t::string);
+    if (token == nullptr) token = protocol::optional_member(params, "/workDoneToken", json::value_t::number_integer);
+    if (token != nullptr) {
+      run.token = *token;
+      run.token_ready = true;
+    }
+    validator->execute(
+        command, arguments, id,
+        [this, key](const std::string& message, int percentage) {
+          asio::post(io, [this, key, message, percentage] { command_report(key, message, percentage); });
+        },
+        [this, key](json result, std::optional<protocol::ResponseError> error) {
+          asio::post(io, [this, key, result = std::move(result), error = std::move(error)]() mutable {
+            command_done(key, std::move(result), std::move(error));
+          });
+        });
+  }
+
+  void command_report(const std::string& key, const std::string& message, int percentage) {
+    auto it = command_runs.find(key);
+    if (it == command_runs.end() || !is_pending(it->second.id)) return;
+    CommandRun& run = it->second;
+    if (run.token.is_null() && !run.token_ready && work_done_progress) {
+      // No token from the request: ask the client for one; progress starts once it agrees.
+      run.token = "graphmend/progress/" + std::to_string(++next_progress_token);
+      send_request("window/workDoneProgress/create", {{"token", run.token}}, [this, key](const Message& response) {
+        auto found = command_runs.find(key);
+        if (found == command_runs.end()) return;
+        if (response.error) {
+          // The client refused: no progress for this run.
+          found->second.token = nullptr;
+          return;
+        }
+        found->second.token_ready = true;
+        if (auto last = found->second.last_report) command_report(key, last->first, last->second);
+      });
+    }
+    if (!run.token_ready) {
+      run.last_report = {message, percentage};
+      return;
+    }
+    json value = {{"kind", run.begun ? "report" : "begin"}, {"message", message}};
+    if (!run.begun) {
+      value["title"] = "graphmend: " + run.what;
+      value["cancellable"] = true;
+      run.begun = true;
+    }
+    if (percentage >= 0) value["percentage"] = percentage;
+    notify("$/progress", {{"token", run.token}, {"value", std::move(value)}});
+  }
+
+  void command_done(const std::string& key, json result, std::optional<protocol::ResponseError> error) {
+    auto it = command_runs.find(key);
+    if (it == command_runs.end()) return;
+    const CommandRun run = std::move(it->second);
+    command_runs.erase(it);
+    std::string summary = error ? error->message : result.value("summary", std::string("done"));
+    if (run.begun) notify("$/progress", {{"token", run.token}, {"value", {{"kind", "end"}, {"message", summary}}}});
+    if (error) {
+      if (error->code != errc::kRequestCancelled && error->code != errc::kInvalidParams)
+        log_message(protocol::message_type::kWarning, run.what + ": " + summary);
+      return reply_error(run.id, error->code, error->message);
+    }
+    const bool ok = !result.contains("ok") || !result["ok"].is_boolean() || result["ok"].get<bool>();
+    log_message(ok ? protocol::message_type::kInfo : protocol::message_type::kWarning, run.what + ": " + summary);
+    reply(run.id, std::move(result));
+    // The lens shows the last result: clients that can be told to ask again are.
+    if (code_lens_refresh && state == State::Running)
+      send_request("workspace/codeLens/refresh", nullptr, [](const Message&) {});
   }
 
   void apply_autofix(const json& id, const json& arguments) {

@@ -29,7 +29,14 @@ namespace graphmend::lsp {
 int run_server(const std::vector<std::string>& args);
 
 // The seam for the GPU validator's client (graphmend.validate, code lenses). The server calls it
-// on the I/O thread; `done` may be called from any thread, once.
+// on the I/O thread; `report` and `done` may be called from any thread, `done` once per run.
+//
+// The server owns the LSP side of a run: it turns `report`s into `$/progress` (the request's
+// `workDoneToken`, else a token it creates with `window/workDoneProgress/create` when the client
+// declared `window.workDoneProgress`; nothing for other clients), answers the request from `done`,
+// and asks clients that support it to refresh code lenses afterwards. It calls `cancel` for
+// `$/cancelRequest` of the request and `window/workDoneProgress/cancel` of its token, and at
+// `shutdown`; `stop_all` at `exit` or end of input.
 class Validator {
  public:
   virtual ~Validator() = default;
@@ -38,7 +45,23 @@ class Validator {
   // Code lenses (LSP CodeLens array) for a document's text.
   virtual nlohmann::json code_lenses(const std::string& uri, const std::string& text) = 0;
   using Done = std::function<void(nlohmann::json result, std::optional<protocol::ResponseError>)>;
-  virtual void execute(const std::string& command, const nlohmann::json& arguments, Done done) = 0;
+  // The stage a run has reached, in words ("original arm, run 1/2"), and how far along it is
+  // (0-100, or -1 when unknown).
+  using Report = std::function<void(const std::string& message, int percentage)>;
+  // Runs `command` for the executeCommand request `id` (the id `cancel` names it by). A run may
+  // call `done` before it returns (bad arguments); it calls `report` only before `done`.
+  virtual void execute(const std::string& command, const nlohmann::json& arguments, const nlohmann::json& id,
+                       Report report, Done done) = 0;
+  // Cancels the run started for request `id`: its processes are killed (the whole process group)
+  // and its `done` then gets RequestCancelled (-32800), once they are gone. Returns false when no
+  // such run is in flight (it finished, or never started); then nothing is called.
+  virtual bool cancel(const nlohmann::json& id) {
+    (void)id;
+    return false;
+  }
+  // Kills every run and waits (a few seconds at most) until their processes are gone; `done` is
+  // not called for them any more. For the server's exit: no child outlives it.
+  virtual void stop_all() {}
   // The interpreter the user chose in the editor's settings (empty: discover one).
   virtual void set_python(const std::string& python) { (void)python; }
 };

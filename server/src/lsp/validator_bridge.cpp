@@ -1,17 +1,21 @@
 #include "lsp/validator_bridge.h"
 
 #include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
 #include <spawn.h>
+#include <spdlog/spdlog.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cctype>
+#include <cerrno>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <sstream>
 #include <thread>
-
-#include <spdlog/spdlog.h>
 
 #include "graphmend/analysis/config.h"
 
@@ -37,34 +41,80 @@ std::string path_of(const std::string& uri) {
   return out;
 }
 
-// Runs argv, returns (exit status, stdout). stderr goes to our stderr (the log), never to stdout.
-std::pair<int, std::string> run_capture(const std::vector<std::string>& argv) {
-  int pipefd[2];
-  if (::pipe(pipefd) != 0) return {-1, ""};
+void close_fd(int& fd) {
+  if (fd >= 0) ::close(fd);
+  fd = -1;
+}
+
+// Starts argv with stdout and stderr on pipes (returned), stdin on /dev/null, in a process group of
+// its own, with default signal dispositions (the server ignores SIGPIPE) and nothing blocked.
+// Returns the pid, or -1 with `error` set.
+pid_t spawn_child(const std::vector<std::string>& argv, int& out_fd, int& err_fd, std::string& error) {
+  int out_pipe[2] = {-1, -1};
+  int err_pipe[2] = {-1, -1};
+  // Close-on-exec: a second run's child must not hold this run's pipes open (dup2 clears the flag
+  // on the child's own 1 and 2).
+  if (::pipe2(out_pipe, O_CLOEXEC) != 0 || ::pipe2(err_pipe, O_CLOEXEC) != 0) {
+    error = std::string("pipe: ") + std::strerror(errno);
+    for (int fd : {out_pipe[0], out_pipe[1], err_pipe[0], err_pipe[1]})
+      if (fd >= 0) ::close(fd);
+    return -1;
+  }
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_adddup2(&actions, pipefd[1], STDOUT_FILENO);
-  posix_spawn_file_actions_addclose(&actions, pipefd[0]);
   posix_spawn_file_actions_addopen(&actions, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
+  posix_spawn_file_actions_adddup2(&actions, out_pipe[1], STDOUT_FILENO);
+  posix_spawn_file_actions_adddup2(&actions, err_pipe[1], STDERR_FILENO);
+  posix_spawnattr_t attr;
+  posix_spawnattr_init(&attr);
+  posix_spawnattr_setpgroup(&attr, 0);  // its own process group: cancelling kills it as a whole
+  sigset_t defaults;
+  sigemptyset(&defaults);
+  sigaddset(&defaults, SIGPIPE);
+  sigaddset(&defaults, SIGTERM);
+  sigaddset(&defaults, SIGINT);
+  posix_spawnattr_setsigdefault(&attr, &defaults);
+  sigset_t none;
+  sigemptyset(&none);
+  posix_spawnattr_setsigmask(&attr, &none);
+  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK);
   std::vector<char*> args;
   for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
   args.push_back(nullptr);
-  pid_t pid = 0;
-  int rc = posix_spawn(&pid, args[0], &actions, nullptr, args.data(), environ);
+  pid_t pid = -1;
+  const int rc = posix_spawn(&pid, args[0], &actions, &attr, args.data(), environ);
   posix_spawn_file_actions_destroy(&actions);
-  ::close(pipefd[1]);
+  posix_spawnattr_destroy(&attr);
+  ::close(out_pipe[1]);
+  ::close(err_pipe[1]);
   if (rc != 0) {
-    ::close(pipefd[0]);
-    return {-1, ""};
+    error = "cannot run " + argv[0] + ": " + std::strerror(rc);
+    ::close(out_pipe[0]);
+    ::close(err_pipe[0]);
+    return -1;
   }
-  std::string out;
-  char buf[4096];
-  ssize_t n;
-  while ((n = ::read(pipefd[0], buf, sizeof buf)) > 0) out.append(buf, static_cast<size_t>(n));
-  ::close(pipefd[0]);
-  int status = 0;
-  ::waitpid(pid, &status, 0);
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status), out};
+  out_fd = out_pipe[0];
+  err_fd = err_pipe[0];
+  return pid;
+}
+
+// One line of the child's stderr: a progress line (`{"progress": {"message", "percentage"}}`,
+// from --progress-json) goes to `report`; anything else is the child's log, and goes to ours.
+void stderr_line(const std::string& target, const std::string& line, const Validator::Report& report) {
+  if (line.empty()) return;
+  if (line.front() == '{') {
+    json parsed = json::parse(line, nullptr, false);
+    if (parsed.is_object() && parsed.contains("progress") && parsed["progress"].is_object()) {
+      const json& p = parsed["progress"];
+      const std::string message = p.value("message", std::string());
+      const int percentage =
+          p.contains("percentage") && p["percentage"].is_number_integer() ? p["percentage"].get<int>() : -1;
+      spdlog::debug("validate {}: {}", target, message);
+      if (report) report(message, percentage);
+      return;
+    }
+  }
+  spdlog::info("validate {}: {}", target, line);
 }
 
 std::string ratio(const json& value) {
@@ -106,6 +156,20 @@ std::vector<std::pair<uint32_t, std::string>> validation_targets(const std::stri
 }
 
 std::string ValidatorBridge::summary(const json& r) {
+  if (r.contains("ok") && r["ok"].is_boolean() && !r["ok"].get<bool>()) {
+    const json error = r.contains("error") && r["error"].is_object() ? r["error"] : json::object();
+    auto text = [&](const char* key) {
+      return error.contains(key) && error[key].is_string() ? error[key].get<std::string>() : std::string();
+    };
+    std::string s = "failed: " + (text("kind").empty() ? std::string("error") : text("kind"));
+    if (const std::string arm = text("arm"); !arm.empty())
+      s += arm == "prepare" ? " in prepare" : " in the " + arm + " arm";
+    std::string detail = text("type");
+    if (const std::string message = text("message"); !message.empty()) detail += (detail.empty() ? "" : ": ") + message;
+    if (detail.size() > 80) detail = detail.substr(0, 77) + "...";
+    if (!detail.empty()) s += " (" + detail + ")";
+    return s;
+  }
   auto breaks = [](const json& arm) {
     const json* b = arm.contains("graph_break_count") ? &arm["graph_break_count"] : nullptr;
     return b && b->is_number() ? std::to_string(b->get<int64_t>()) : std::string("?");
@@ -138,48 +202,253 @@ void ValidatorBridge::set_python(const std::string& python) {
   python_ = python;
 }
 
-void ValidatorBridge::execute(const std::string& command, const json& arguments, Done done) {
+void ValidatorBridge::execute(const std::string& command, const json& arguments, const json& id, Report report,
+                              Done done) {
   (void)command;
+  // [TARGET] or [{"target": TARGET, "backend"?: NAME, "repeats"?: N, "mode"?: "eval"|"train"}].
   std::string target;
+  std::string backend;
+  std::string mode;
+  int repeats = 2;
+  auto bad = [&](const std::string& message) { done(nullptr, protocol::ResponseError{-32602, message, {}}); };
   if (arguments.is_array() && !arguments.empty()) {
-    if (arguments[0].is_string()) target = arguments[0].get<std::string>();
-    else if (arguments[0].is_object() && arguments[0].contains("target")) target = arguments[0]["target"].get<std::string>();
+    const json& first = arguments[0];
+    if (first.is_string()) {
+      target = first.get<std::string>();
+    } else if (first.is_object()) {
+      if (first.contains("target") && first["target"].is_string()) target = first["target"].get<std::string>();
+      if (first.contains("backend")) {
+        const json& b = first["backend"];
+        if (!b.is_string() || b.get<std::string>().empty() ||
+            !std::isalpha(static_cast<unsigned char>(b.get<std::string>()[0])) ||
+            b.get<std::string>().find_first_not_of(
+                "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.:-") != std::string::npos)
+          return bad("graphmend.validate: `backend` must be a torch.compile backend name (inductor, eager, ...)");
+        backend = b.get<std::string>();
+      }
+      if (first.contains("repeats")) {
+        const json& r = first["repeats"];
+        if (!r.is_number_integer() || r.get<int64_t>() < 1 || r.get<int64_t>() > 100)
+          return bad("graphmend.validate: `repeats` must be a whole number from 1 to 100");
+        repeats = static_cast<int>(r.get<int64_t>());
+      }
+      if (first.contains("mode")) {
+        const json& m = first["mode"];
+        if (!m.is_string() || (m.get<std::string>() != "eval" && m.get<std::string>() != "train"))
+          return bad("graphmend.validate: `mode` must be eval or train");
+        mode = m.get<std::string>();
+      }
+    }
   }
-  if (target.empty() || target.find("::") == std::string::npos) {
-    done(nullptr, protocol::ResponseError{-32602, "graphmend.validate takes a target `path/file.py::factory`", {}});
+  if (target.empty() || target.find("::") == std::string::npos)
+    return bad("graphmend.validate takes a target `path/file.py::factory`");
+  const std::string key = id.dump();
+  std::unique_lock lock(mutex_);
+  if (runs_.count(key) != 0) {
+    lock.unlock();
+    done(nullptr, protocol::ResponseError{-32600, "a validation with this request id is already running", {}});
     return;
   }
-  std::string python;
+  // The validation runs in a child process (this executable's `validate`), off the server's threads;
+  // its stdout is the result, its stderr progress lines (--progress-json) and log text.
+  std::error_code ec;
+  std::vector<std::string> argv{fs::read_symlink("/proc/self/exe", ec).string(),
+                                "validate",
+                                target,
+                                "--json",
+                                "--quiet",
+                                "--progress-json",
+                                "--repeats",
+                                std::to_string(repeats),
+                                "--threads",
+                                "1"};
+  if (!backend.empty()) argv.insert(argv.end(), {"--backend", backend});
+  if (!mode.empty()) argv.insert(argv.end(), {"--mode", mode});
+  if (!python_.empty()) {
+    argv.push_back("--python");
+    argv.push_back(python_);
+  }
+  int out_fd = -1;
+  int err_fd = -1;
+  std::string error;
+  const pid_t pid = spawn_child(argv, out_fd, err_fd, error);
+  if (pid < 0) {
+    lock.unlock();
+    spdlog::error("validate {}: {}", target, error);
+    done(nullptr, protocol::ResponseError{-32803, "validation could not start: " + error, {}});
+    return;
+  }
+  runs_[key].pid = pid;
+  lock.unlock();
+  spdlog::info("validate {}: started (pid {}, request {})", target, pid, key);
+  std::thread([self = shared_from_this(), key, target, out_fd, err_fd, report = std::move(report),
+               done = std::move(done)]() mutable {
+    self->wait_run(std::move(key), std::move(target), out_fd, err_fd, std::move(report), std::move(done));
+  }).detach();
+}
+
+void ValidatorBridge::wait_run(std::string key, std::string target, int out_fd, int err_fd, Report report, Done done) {
+  pid_t pid = -1;
   {
     std::lock_guard lock(mutex_);
-    python = python_;
+    pid = runs_.at(key).pid;
   }
-  // The validation runs in a child process (this executable's `validate`), off the server's threads.
-  std::thread([self = shared_from_this(), target, python, done = std::move(done)] {
-    std::error_code ec;
-    std::vector<std::string> argv{fs::read_symlink("/proc/self/exe", ec).string(), "validate", target, "--json",
-                                  "--quiet", "--repeats", "2", "--threads", "1"};
-    if (!python.empty()) {
-      argv.push_back("--python");
-      argv.push_back(python);
+  std::string out;
+  std::string err_buffer;
+  std::string err_tail;  // the last lines of the child's log, for an error message
+  int status = 0;
+  bool reaped = false;
+  char buf[4096];
+  while (out_fd >= 0 || err_fd >= 0) {
+    pollfd fds[2];
+    nfds_t n = 0;
+    if (out_fd >= 0) fds[n++] = {out_fd, POLLIN, 0};
+    if (err_fd >= 0) fds[n++] = {err_fd, POLLIN, 0};
+    const int ready = ::poll(fds, n, 100);
+    if (ready < 0 && errno != EINTR) break;
+    for (nfds_t i = 0; ready > 0 && i < n; ++i) {
+      if ((fds[i].revents & (POLLIN | POLLHUP | POLLERR)) == 0) continue;
+      const ssize_t got = ::read(fds[i].fd, buf, sizeof buf);
+      if (got < 0 && errno == EINTR) continue;
+      if (fds[i].fd == out_fd) {
+        if (got <= 0)
+          close_fd(out_fd);
+        else
+          out.append(buf, static_cast<size_t>(got));
+        continue;
+      }
+      if (got > 0) err_buffer.append(buf, static_cast<size_t>(got));
+      if (got <= 0) {
+        close_fd(err_fd);
+        if (!err_buffer.empty()) err_buffer += '\n';
+      }
+      for (size_t nl; (nl = err_buffer.find('\n')) != std::string::npos;) {
+        std::string line = err_buffer.substr(0, nl);
+        err_buffer.erase(0, nl + 1);
+        if (!line.starts_with("{\"progress\"")) {
+          err_tail += line + "\n";
+          if (err_tail.size() > 2000) err_tail.erase(0, err_tail.size() - 2000);
+        }
+        stderr_line(target, line, report);
+      }
     }
-    auto [status, out] = run_capture(argv);
-    json result;
-    try {
-      result = json::parse(out);
-    } catch (const json::exception&) {
-      done(nullptr, protocol::ResponseError{-32803, "validation failed (exit status " + std::to_string(status) + ")", {}});
+    // A cancelled child that is still there after the grace period: kill its group outright.
+    {
+      std::lock_guard lock(mutex_);
+      Run& run = runs_.at(key);
+      if (run.pid > 0 && run.cancelled && !run.killed &&
+          std::chrono::steady_clock::now() - run.cancelled_at > kCancelGrace) {
+        spdlog::warn("validate {}: still running {} s after the cancellation; killing its process group", target,
+                     kCancelGrace.count());
+        ::kill(-pid, SIGKILL);
+        run.killed = true;
+      }
+    }
+    // The child is gone but something it started still holds the pipes: stop reading after a last look.
+    if (!reaped && ::waitpid(pid, &status, WNOHANG) == pid) {
+      reaped = true;
+      {
+        std::lock_guard lock(mutex_);
+        runs_.at(key).pid = -1;  // reaped: its id may be reused, never signal it again
+      }
+      for (int* fd : {&out_fd, &err_fd}) {
+        if (*fd < 0) continue;
+        ::fcntl(*fd, F_SETFL, ::fcntl(*fd, F_GETFL) | O_NONBLOCK);
+        for (ssize_t got; (got = ::read(*fd, buf, sizeof buf)) > 0;) {
+          if (fd == &out_fd)
+            out.append(buf, static_cast<size_t>(got));
+          else
+            err_buffer.append(buf, static_cast<size_t>(got));
+        }
+        close_fd(*fd);
+      }
+      std::istringstream rest(err_buffer);
+      for (std::string line; std::getline(rest, line);) stderr_line(target, line, report);
+    }
+  }
+  close_fd(out_fd);
+  close_fd(err_fd);
+  if (!reaped) {
+    while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+    }
+    std::lock_guard lock(mutex_);
+    runs_.at(key).pid = -1;
+  }
+  const int exit_status = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+
+  bool cancelled = false;
+  {
+    std::lock_guard lock(mutex_);
+    cancelled = runs_.at(key).cancelled;
+    if (stopped_) {
+      runs_.erase(key);
+      runs_changed_.notify_all();
+      spdlog::info("validate {}: stopped (exit status {})", target, exit_status);
       return;
     }
-    std::string text = summary(result);
-    {
-      std::lock_guard lock(self->mutex_);
-      self->last_summary_[target] = text;
+  }
+  // Answer, then leave the registry: stop_all() waits for it, so `done` never runs after it returns.
+  if (cancelled) {
+    spdlog::info("validate {}: cancelled (exit status {})", target, exit_status);
+    done(nullptr, protocol::ResponseError{-32800, "validation cancelled; its processes were killed", {}});
+  } else {
+    json result = json::parse(out, nullptr, false);
+    if (!result.is_object()) {
+      std::string detail = err_tail;
+      while (!detail.empty() && detail.back() == '\n') detail.pop_back();
+      if (auto nl = detail.rfind('\n'); nl != std::string::npos) detail = detail.substr(nl + 1);
+      spdlog::error("validate {}: no result (exit status {})", target, exit_status);
+      done(nullptr, protocol::ResponseError{-32803,
+                                            "validation failed (exit status " + std::to_string(exit_status) + ")" +
+                                                (detail.empty() ? "" : ": " + detail),
+                                            {}});
+    } else {
+      std::string text = summary(result);
+      {
+        std::lock_guard lock(mutex_);
+        last_summary_[target] = text;
+      }
+      result["summary"] = text;
+      spdlog::info("validate {}: {}", target, text);
+      done(std::move(result), std::nullopt);
     }
-    result["summary"] = text;
-    spdlog::info("validate {}: {}", target, text);
-    done(result, std::nullopt);
-  }).detach();
+  }
+  std::lock_guard lock(mutex_);
+  runs_.erase(key);
+  runs_changed_.notify_all();
+}
+
+void ValidatorBridge::terminate_locked(Run& run) {
+  if (run.cancelled) return;
+  run.cancelled = true;
+  run.cancelled_at = std::chrono::steady_clock::now();
+  // Until its waiting thread reaps the child (and clears `pid`), the group id is still its own.
+  if (run.pid > 0) ::kill(-run.pid, SIGTERM);
+}
+
+bool ValidatorBridge::cancel(const json& id) {
+  std::lock_guard lock(mutex_);
+  auto it = runs_.find(id.dump());
+  if (it == runs_.end()) return false;
+  spdlog::info("validate: cancelling request {} (process group {})", it->first, it->second.pid);
+  terminate_locked(it->second);
+  return true;
+}
+
+void ValidatorBridge::stop_all() {
+  std::unique_lock lock(mutex_);
+  stopped_ = true;
+  if (runs_.empty()) return;
+  spdlog::info("stopping {} running validation{}", runs_.size(), runs_.size() == 1 ? "" : "s");
+  for (auto& [key, run] : runs_) terminate_locked(run);
+  // A clean cancellation takes a moment (the child cancels its validator, which kills the arm).
+  if (!runs_changed_.wait_for(lock, std::chrono::seconds(5), [&] { return runs_.empty(); })) {
+    for (auto& [key, run] : runs_) {
+      if (run.pid > 0) ::kill(-run.pid, SIGKILL);
+      run.killed = true;
+    }
+    runs_changed_.wait_for(lock, std::chrono::seconds(2), [&] { return runs_.empty(); });
+  }
 }
 
 }  // namespace graphmend::lsp
