@@ -153,6 +153,25 @@ std::vector<Finding> run_rules(const Document& document, const Config& config, c
   return out;
 }
 
+// Moves a finding (its range, related places and fix) past an edit that replaced `old_region` and
+// changed the size by `delta`; false when any of them reaches into the edit.
+bool shift_outside(Finding& finding, ByteRange old_region, int64_t delta) {
+  auto shift = [&](ByteRange& r) {
+    if (r.end >= old_region.start && r.start <= old_region.end) return false;
+    if (r.start >= old_region.end) {
+      r.start = static_cast<uint32_t>(r.start + delta);
+      r.end = static_cast<uint32_t>(r.end + delta);
+    }
+    return true;
+  };
+  bool ok = shift(finding.range);
+  for (RelatedLocation& r : finding.related) ok = ok && shift(r.range);
+  if (finding.fix) {
+    for (TextEdit& e : finding.fix->edits) ok = ok && shift(e.range);
+  }
+  return ok;
+}
+
 }  // namespace
 
 void sort_findings(std::vector<Finding>& findings) {
@@ -178,13 +197,21 @@ Analysis analyze(const Document& document, const Config& config) {
 
 IncrementalAnalyzer::Result IncrementalAnalyzer::run(Document& document, const Config& config, uint64_t generation,
                                                      const Finish& finish) {
-  std::optional<Document::Changes> changes = document.take_changes();
+  // Changes since the text the model describes (the document's base; several edits when held).
+  std::optional<Document::Changes> changes = document.changes_since_base();
   const bool exempt = file_is_exempt(document.text());
   if (model_ && document_ == &document && generation_ == generation && changes && exempt == exempt_ && !exempt) {
-    if (changes->unchanged) return {{model_, findings_}, ByteRange{}};
-    if (auto updated = update(document, config, *changes, finish)) return *updated;
+    if (changes->unchanged) return {{model_, findings_}, ByteRange{}, false};
+    if (auto updated = update(document, config, *changes, finish)) {
+      document.rebase();
+      held_ = 0;
+      return *updated;
+    }
+    if (auto held = hold(document, *changes)) return *held;
   }
   // Afresh.
+  document.rebase();
+  held_ = 0;
   model_.reset();
   findings_.clear();
   model_ = std::make_shared<SemanticModel>(document, config.scope, config.traced_from_workspace);
@@ -199,7 +226,30 @@ IncrementalAnalyzer::Result IncrementalAnalyzer::run(Document& document, const C
   }
   if (finish) finish(document, analysis);
   findings_ = analysis.findings;
-  return {std::move(analysis), std::nullopt};
+  return {std::move(analysis), std::nullopt, false};
+}
+
+std::optional<IncrementalAnalyzer::Result> IncrementalAnalyzer::hold(const Document& document,
+                                                                     const Document::Changes& changes) {
+  // Only while the edits broke the syntax around them, and not forever.
+  if (++held_ > kMaxHeld || !document.has_syntax_errors()) return std::nullopt;
+  const ByteRange region = changes.region;
+  std::vector<ByteRange> errors = document.error_ranges();
+  const bool broken_here = std::any_of(errors.begin(), errors.end(), [&](const ByteRange& e) {
+    return e.start <= region.end && region.start <= e.end;
+  });
+  if (!broken_here) return std::nullopt;
+  const ByteRange old_region{region.start, static_cast<uint32_t>(static_cast<int64_t>(region.end) - changes.delta)};
+  std::vector<Finding> carried;
+  for (const Finding& f : findings_) {
+    Finding moved = f;
+    if (!shift_outside(moved, old_region, changes.delta)) continue;  // in the edited part: dropped
+    bool in_error = std::any_of(errors.begin(), errors.end(), [&](const ByteRange& e) {
+      return e.overlaps(moved.range) || (e.start <= moved.range.start && moved.range.start <= e.end);
+    });
+    if (!in_error) carried.push_back(std::move(moved));
+  }
+  return Result{{model_, std::move(carried)}, ByteRange{}, true};
 }
 
 std::optional<IncrementalAnalyzer::Result> IncrementalAnalyzer::update(const Document& document, const Config& config,
@@ -208,15 +258,6 @@ std::optional<IncrementalAnalyzer::Result> IncrementalAnalyzer::update(const Doc
   const ByteRange region = changes.region;
   const int64_t delta = changes.delta;
   const ByteRange old_region{region.start, static_cast<uint32_t>(static_cast<int64_t>(region.end) - delta)};
-  auto shift = [&](ByteRange& r) {
-    // Ranges that reach into the edit cannot be carried over.
-    if (r.end >= old_region.start && r.start <= old_region.end) return false;
-    if (r.start >= old_region.end) {
-      r.start = static_cast<uint32_t>(r.start + delta);
-      r.end = static_cast<uint32_t>(r.end + delta);
-    }
-    return true;
-  };
 
   // Where the edited function was before the edit: its findings are replaced, the others carried.
   ByteRange old_function{};
@@ -230,12 +271,7 @@ std::optional<IncrementalAnalyzer::Result> IncrementalAnalyzer::update(const Doc
   for (const Finding& f : findings_) {
     if (old_function.contains(f.range)) continue;
     Finding moved = f;
-    bool ok = shift(moved.range);
-    for (RelatedLocation& r : moved.related) ok = ok && shift(r.range);
-    if (moved.fix) {
-      for (TextEdit& e : moved.fix->edits) ok = ok && shift(e.range);
-    }
-    if (!ok) return std::nullopt;
+    if (!shift_outside(moved, old_region, delta)) return std::nullopt;
     carried.push_back(std::move(moved));
   }
 
@@ -247,10 +283,11 @@ std::optional<IncrementalAnalyzer::Result> IncrementalAnalyzer::update(const Doc
   findings_ = std::move(carried);
   for (Finding& f : fresh.findings) findings_.push_back(std::move(f));
   sort_findings(findings_);
-  return Result{{model_, findings_}, reanalysed};
+  return Result{{model_, findings_}, reanalysed, false};
 }
 
 void IncrementalAnalyzer::reset() {
+  held_ = 0;
   model_.reset();
   findings_.clear();
   document_ = nullptr;

@@ -45,6 +45,7 @@ Document::Document(std::string path, std::string text) : path_(std::move(path)),
 }
 
 Document::~Document() {
+  if (base_) ts_tree_delete(base_);
   if (tree_) ts_tree_delete(tree_);
   if (parser_) ts_parser_delete(parser_);
 }
@@ -54,13 +55,18 @@ Document::Document(Document&& other) noexcept
       text_(std::move(other.text_)),
       lines_(text_),
       parser_(std::exchange(other.parser_, nullptr)),
-      tree_(std::exchange(other.tree_, nullptr)) {}
+      tree_(std::exchange(other.tree_, nullptr)),
+      base_(std::exchange(other.base_, nullptr)),
+      edits_since_base_(other.edits_since_base_) {}
 
 Document& Document::operator=(Document&& other) noexcept {
   if (this != &other) {
     if (tree_) ts_tree_delete(tree_);
+    if (base_) ts_tree_delete(base_);
     if (parser_) ts_parser_delete(parser_);
     path_ = std::move(other.path_);
+    base_ = std::exchange(other.base_, nullptr);
+    edits_since_base_ = other.edits_since_base_;
     text_ = std::move(other.text_);
     lines_ = LineIndex(text_);
     parser_ = std::exchange(other.parser_, nullptr);
@@ -85,42 +91,60 @@ void Document::apply_edit(ByteRange range, std::string_view new_text) {
   ts_tree_edit(tree_, &edit);
   TSTree* old = tree_;
   reparse(old);
-  if (changes_) {
-    // Carry the earlier region through this edit, then add the edit and the syntax it changed.
-    const int64_t shift = static_cast<int64_t>(edit.new_end_byte) - static_cast<int64_t>(edit.old_end_byte);
-    auto carry = [&](uint32_t pos, bool is_end) -> uint32_t {
-      if (pos < edit.start_byte) return pos;
-      if (pos >= edit.old_end_byte && (pos > edit.old_end_byte || is_end)) return static_cast<uint32_t>(pos + shift);
-      return is_end ? edit.new_end_byte : edit.start_byte;
-    };
-    ByteRange region{edit.start_byte, edit.new_end_byte};
-    if (!changes_->unchanged) {
-      region.start = std::min(region.start, carry(changes_->region.start, false));
-      region.end = std::max(region.end, carry(changes_->region.end, true));
-    }
-    uint32_t count = 0;
-    TSRange* ranges = ts_tree_get_changed_ranges(old, tree_, &count);
-    for (uint32_t i = 0; i < count; ++i) {
-      region.start = std::min(region.start, ranges[i].start_byte);
-      region.end = std::max(region.end, ranges[i].end_byte);
-    }
-    std::free(ranges);
-    changes_->unchanged = false;
-    changes_->region = region;
-    changes_->delta += shift;
+  if (base_) {
+    ts_tree_edit(base_, &edit);
+    edits_since_base_ = combine(edits_since_base_, {false,
+                                                    {edit.start_byte, edit.new_end_byte},
+                                                    static_cast<int64_t>(edit.new_end_byte) -
+                                                        static_cast<int64_t>(edit.old_end_byte)});
   }
   ts_tree_delete(old);
 }
 
-std::optional<Document::Changes> Document::take_changes() {
-  std::optional<Changes> out = changes_;
-  changes_ = Changes{};
+std::optional<Document::Changes> Document::changes_since_base() const {
+  if (!base_) return std::nullopt;
+  if (edits_since_base_.unchanged) return edits_since_base_;
+  // The syntax that differs (tree-sitter's recovery can restructure far beyond an edit, and back).
+  Changes out = edits_since_base_;
+  uint32_t count = 0;
+  TSRange* ranges = ts_tree_get_changed_ranges(base_, tree_, &count);
+  for (uint32_t i = 0; i < count; ++i) {
+    out.region.start = std::min(out.region.start, ranges[i].start_byte);
+    out.region.end = std::max(out.region.end, ranges[i].end_byte);
+  }
+  std::free(ranges);
   return out;
 }
 
+void Document::rebase() {
+  if (base_) ts_tree_delete(base_);
+  base_ = ts_tree_copy(tree_);
+  edits_since_base_ = Changes{};
+}
+
+Document::Changes Document::combine(const Changes& earlier, const Changes& later) {
+  if (earlier.unchanged) return later;
+  if (later.unchanged) return earlier;
+  // Carry the earlier region through the later change: positions before it stay, positions after
+  // what it replaced move by its delta, positions inside it widen to its bounds.
+  const int64_t later_old_end = static_cast<int64_t>(later.region.end) - later.delta;
+  auto carry = [&](uint32_t pos, bool is_end) -> uint32_t {
+    if (pos < later.region.start) return pos;
+    if (pos > later_old_end || (is_end && pos == later_old_end)) return static_cast<uint32_t>(pos + later.delta);
+    return is_end ? later.region.end : later.region.start;
+  };
+  Changes out{false, later.region, earlier.delta + later.delta};
+  out.region.start = std::min(out.region.start, carry(earlier.region.start, false));
+  out.region.end = std::max(out.region.end, carry(earlier.region.end, true));
+  return out;
+}
+
+
+
 void Document::replace_text(std::string text) {
   text_ = std::move(text);
-  changes_.reset();
+  if (base_) ts_tree_delete(base_);
+  base_ = nullptr;
   TSTree* old = tree_;
   tree_ = nullptr;
   reparse(nullptr);

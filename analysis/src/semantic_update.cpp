@@ -17,12 +17,9 @@ namespace {
 TSNode definition_at(TSNode root, uint32_t start) {
   TSNode node = root;
   while (!ts_node_is_null(node)) {
-    if (ts_node_start_byte(node) == start &&
-        is_type(node, "function_definition"))
-      return node;
+    if (ts_node_start_byte(node) == start && is_type(node, "function_definition")) return node;
     TSNode next = ts_node_first_child_for_byte(node, start);
-    if (ts_node_is_null(next) || ts_node_start_byte(next) > start)
-      return TSNode{};
+    if (ts_node_is_null(next) || ts_node_start_byte(next) > start) return TSNode{};
     node = next;
   }
   return TSNode{};
@@ -31,26 +28,23 @@ TSNode definition_at(TSNode root, uint32_t start) {
 // Whether the subtree defines functions or classes, imports, or calls something
 // ending in `compile`: all of those change what other functions or the module
 // see, so the model is built afresh.
-bool has_module_effects(const Document &document, TSNode body) {
+bool has_module_effects(const Document& document, TSNode body) {
   bool found = false;
   TSTreeCursor cursor = ts_tree_cursor_new(body);
   for (;;) {
     TSNode node = ts_tree_cursor_current_node(&cursor);
     auto t = type_of(node);
-    if (t == "function_definition" || t == "class_definition" ||
-        t == "import_statement" || t == "import_from_statement" ||
-        t == "future_import_statement") {
+    if (t == "function_definition" || t == "class_definition" || t == "import_statement" ||
+        t == "import_from_statement" || t == "future_import_statement") {
       found = true;
       break;
     }
-    if (t == "call" &&
-        document.node_text(field(node, "function")).ends_with("compile")) {
+    if (t == "call" && document.node_text(field(node, "function")).ends_with("compile")) {
       found = true;
       break;
     }
     bool leaf = t == "string" || t == "comment";
-    if (!leaf && ts_tree_cursor_goto_first_child(&cursor))
-      continue;
+    if (!leaf && ts_tree_cursor_goto_first_child(&cursor)) continue;
     bool done = false;
     while (!ts_tree_cursor_goto_next_sibling(&cursor)) {
       if (!ts_tree_cursor_goto_parent(&cursor)) {
@@ -58,57 +52,44 @@ bool has_module_effects(const Document &document, TSNode body) {
         break;
       }
     }
-    if (done)
-      break;
+    if (done) break;
   }
   ts_tree_cursor_delete(&cursor);
   return found;
 }
 
-bool any_within(const std::vector<uint32_t> &sorted_starts, ByteRange range) {
-  auto it =
-      std::lower_bound(sorted_starts.begin(), sorted_starts.end(), range.start);
+bool any_within(const std::vector<uint32_t>& sorted_starts, ByteRange range) {
+  auto it = std::lower_bound(sorted_starts.begin(), sorted_starts.end(), range.start);
   return it != sorted_starts.end() && *it < range.end;
 }
 
-} // namespace
+}  // namespace
 
-const FunctionInfo *SemanticModel::update_after_edit(const EditSummary &edit) {
-  const ByteRange region = edit.region; // in the new text
-  const ByteRange old_region{
-      region.start,
-      static_cast<uint32_t>(static_cast<int64_t>(region.end) - edit.delta)};
-  if (old_region.end < old_region.start)
-    return nullptr;
+const FunctionInfo* SemanticModel::update_after_edit(const EditSummary& edit) {
+  const ByteRange region = edit.region;  // in the new text
+  const ByteRange old_region{region.start, static_cast<uint32_t>(static_cast<int64_t>(region.end) - edit.delta)};
+  if (old_region.end < old_region.start) return nullptr;
 
   // The innermost function whose body holds the whole edit, in the old text.
-  FunctionInfo *target = nullptr;
-  for (auto &f : functions_) {
-    if (f->body_range.start <= old_region.start &&
-        old_region.end < f->body_range.end &&
+  FunctionInfo* target = nullptr;
+  for (auto& f : functions_) {
+    if (f->body_range.start <= old_region.start && old_region.end < f->body_range.end &&
         (!target || target->range.contains(f->range)))
       target = f.get();
   }
-  if (!target || target->parent || nested_.count(target))
-    return nullptr;
-  if (any_within(import_starts_, target->range) ||
-      any_within(compile_call_starts_, target->range))
-    return nullptr;
+  if (!target || target->parent || nested_.count(target)) return nullptr;
+  if (any_within(import_starts_, target->range) || any_within(compile_call_starts_, target->range)) return nullptr;
 
   // The same definition in the new tree: same start, end moved by the edit, the
   // edit inside its body.
   TSNode definition = definition_at(document_.root(), target->range.start);
-  if (ts_node_is_null(definition))
-    return nullptr;
+  if (ts_node_is_null(definition)) return nullptr;
   TSNode body = field(definition, "body");
-  if (static_cast<int64_t>(ts_node_end_byte(definition)) !=
-          static_cast<int64_t>(target->range.end) + edit.delta ||
-      ts_node_start_byte(body) != target->body_range.start ||
-      region.start < ts_node_start_byte(body) ||
+  if (static_cast<int64_t>(ts_node_end_byte(definition)) != static_cast<int64_t>(target->range.end) + edit.delta ||
+      ts_node_start_byte(body) != target->body_range.start || region.start < ts_node_start_byte(body) ||
       region.end >= ts_node_end_byte(body))
     return nullptr;
-  if (has_module_effects(document_, body))
-    return nullptr;
+  if (has_module_effects(document_, body)) return nullptr;
 
   FunctionInfo fresh;
   fresh.index = target->index;
@@ -125,34 +106,29 @@ const FunctionInfo *SemanticModel::update_after_edit(const EditSummary &edit) {
   // Structure other functions depend on: the callees it reaches (compiled
   // regions follow them) and the attributes it sets on its class.
   for (TSNode node : fresh.body_nodes) {
-    if (!is_type(node, "call"))
-      continue;
-    if (const FunctionInfo *callee = resolve_callee(node, fresh))
-      fresh.resolved_callees.push_back(callee->index);
+    if (!is_type(node, "call")) continue;
+    if (const FunctionInfo* callee = resolve_callee(node, fresh)) fresh.resolved_callees.push_back(callee->index);
   }
   if (fresh.resolved_callees != target->resolved_callees ||
-      std::find(fresh.resolved_callees.begin(), fresh.resolved_callees.end(),
-                target->index) != fresh.resolved_callees.end())
-    return nullptr; // a recursive function would see its own new facts: not
-                    // replayed here
+      std::find(fresh.resolved_callees.begin(), fresh.resolved_callees.end(), target->index) !=
+          fresh.resolved_callees.end())
+    return nullptr;  // a recursive function would see its own new facts: not
+                     // replayed here
   if (fresh.owner) {
     fresh.attribute_effects = attribute_effects(fresh);
-    if (fresh.attribute_effects != target->attribute_effects)
-      return nullptr;
+    if (fresh.attribute_effects != target->attribute_effects) return nullptr;
   }
 
   // Replay the fixpoint: in pass p the constructor's sweep showed this function
   // the pass-p results of the functions before it and the pass-(p-1) results of
   // those after it.
   auto show_others = [&](int pass, bool sweep) {
-    for (auto &g : functions_) {
-      if (g.get() == target)
-        continue;
+    for (auto& g : functions_) {
+      if (g.get() == target) continue;
       if (!sweep || g->index < target->index)
         g->return_kind = g->return_by_pass[pass];
       else
-        g->return_kind =
-            pass > 0 ? g->return_by_pass[pass - 1] : ValueKind::Unknown;
+        g->return_kind = pass > 0 ? g->return_by_pass[pass - 1] : ValueKind::Unknown;
     }
   };
   bool same = true;
@@ -162,36 +138,30 @@ const FunctionInfo *SemanticModel::update_after_edit(const EditSummary &edit) {
     fresh.call_site_args_by_pass[pass] = fresh.call_site_args;
     infer_locals(fresh);
     fresh.return_by_pass[pass] = fresh.return_kind;
-    if (fresh.return_kind != target->return_by_pass[pass])
-      same = false;
+    if (fresh.return_kind != target->return_by_pass[pass]) same = false;
     show_others(pass, false);
     fresh.outgoing_by_pass[pass] = outgoing_calls(fresh);
-    if (fresh.outgoing_by_pass[pass] != target->outgoing_by_pass[pass])
-      same = false;
+    if (fresh.outgoing_by_pass[pass] != target->outgoing_by_pass[pass]) same = false;
   }
   show_others(kInferencePasses - 1, false);
-  if (!same)
-    return nullptr;
+  if (!same) return nullptr;
 
   fresh.call_site_args = target->call_site_args;
-  if (fresh.compiled)
-    fresh.imported_calls = imported_calls(fresh);
+  if (fresh.compiled) fresh.imported_calls = imported_calls(fresh);
   *target = std::move(fresh);
 
   // Everything after the edit moved by delta. The other functions keep their
   // facts; their nodes belonged to the old tree and are dropped (nothing reads
   // them after construction).
   auto shift = [&](uint32_t pos) {
-    return pos >= old_region.end
-               ? static_cast<uint32_t>(static_cast<int64_t>(pos) + edit.delta)
-               : pos;
+    return pos >= old_region.end ? static_cast<uint32_t>(static_cast<int64_t>(pos) + edit.delta) : pos;
   };
-  auto shift_range = [&](ByteRange &r) {
+  auto shift_range = [&](ByteRange& r) {
     r.start = shift(r.start);
     r.end = shift(r.end);
   };
   function_by_start_.clear();
-  for (auto &f : functions_) {
+  for (auto& f : functions_) {
     if (f.get() != target) {
       shift_range(f->range);
       shift_range(f->body_range);
@@ -202,14 +172,11 @@ const FunctionInfo *SemanticModel::update_after_edit(const EditSummary &edit) {
     shift_range(f->entry_range);
     function_by_start_[f->range.start] = f.get();
   }
-  for (auto &c : classes_)
-    c->node = TSNode{};
+  for (auto& c : classes_) c->node = TSNode{};
   compile_calls_.clear();
-  for (uint32_t &start : import_starts_)
-    start = shift(start);
-  for (uint32_t &start : compile_call_starts_)
-    start = shift(start);
+  for (uint32_t& start : import_starts_) start = shift(start);
+  for (uint32_t& start : compile_call_starts_) start = shift(start);
   return target;
 }
 
-} // namespace graphmend
+}  // namespace graphmend

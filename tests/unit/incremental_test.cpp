@@ -21,7 +21,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-std::string read(const fs::path &path) {
+std::string read(const fs::path& path) {
   std::ifstream in(path, std::ios::binary);
   std::stringstream ss;
   ss << in.rdbuf();
@@ -29,40 +29,49 @@ std::string read(const fs::path &path) {
 }
 
 // Everything a client sees of a finding, as text.
-std::string describe(const Finding &f) {
+std::string describe(const Finding& f) {
   std::ostringstream out;
-  out << f.rule->code << " " << f.range.start << "-" << f.range.end << " "
-      << f.message;
-  for (const auto &r : f.related)
-    out << " | " << r.range.start << "-" << r.range.end << " " << r.message;
+  out << f.rule->code << " " << f.range.start << "-" << f.range.end << " " << f.message;
+  for (const auto& r : f.related) out << " | " << r.range.start << "-" << r.range.end << " " << r.message;
   if (f.fix) {
     out << " | fix " << f.fix->title << " " << to_string(f.fix->applicability);
-    for (const auto &e : f.fix->edits)
-      out << " [" << e.range.start << "-" << e.range.end << " " << e.new_text
-          << "]";
+    for (const auto& e : f.fix->edits) out << " [" << e.range.start << "-" << e.range.end << " " << e.new_text << "]";
   }
   out << " | " << f.no_fix_reason;
   return out.str();
 }
 
-std::vector<std::string> describe_all(const std::vector<Finding> &findings) {
+std::vector<std::string> describe_all(const std::vector<Finding>& findings) {
   std::vector<std::string> out;
-  for (const auto &f : findings)
-    out.push_back(describe(f));
+  for (const auto& f : findings) out.push_back(describe(f));
   return out;
 }
 
 // Start bytes of the lines inside function bodies: where the edits go.
-void body_lines(const Document &doc, TSNode node, std::vector<uint32_t> &out) {
+void body_lines(const Document& doc, TSNode node, std::vector<uint32_t>& out) {
   if (is_type(node, "function_definition")) {
     TSNode body = field(node, "body");
     uint32_t first = doc.lines().line_of(ts_node_start_byte(body));
     uint32_t last = doc.lines().line_of(ts_node_end_byte(body));
-    for (uint32_t line = first + 1; line <= last; ++line)
-      out.push_back(doc.lines().line_start(line));
+    for (uint32_t line = first + 1; line <= last; ++line) out.push_back(doc.lines().line_start(line));
   }
-  for (TSNode child : named_children(node))
-    body_lines(doc, child, out);
+  for (TSNode child : named_children(node)) body_lines(doc, child, out);
+}
+
+// Line starts of the statements of function bodies that follow another statement: where a user
+// opens a new line to type one.
+void statement_lines(const Document& doc, TSNode node, std::vector<uint32_t>& out) {
+  if (is_type(node, "function_definition")) {
+    std::vector<TSNode> statements = named_children(field(node, "body"));
+    for (size_t i = 1; i < statements.size(); ++i) {
+      uint32_t start = ts_node_start_byte(statements[i]);
+      uint32_t line_start = doc.lines().line_start(doc.lines().line_of(start));
+      if (!is_type(statements[i], "comment") && !is_type(statements[i - 1], "comment") &&
+          doc.text().find_first_not_of(' ', line_start) == start)
+        out.push_back(line_start);
+    }
+  }
+  for (TSNode child : named_children(node)) statement_lines(doc, child, out);
 }
 
 const std::vector<std::string> kStatements = {
@@ -87,113 +96,116 @@ const std::vector<std::string> kStatements = {
 struct Stats {
   int runs = 0;
   int incremental = 0;
+  int held = 0;
 };
 
-class Session {
-public:
-  Session(const std::string &path, std::string text)
-      : document_(path, std::move(text)) {}
+// A finding as the code it points at: what must survive being carried through edits.
+std::string anchored(const Document& doc, const Finding& f) {
+  return std::string(f.rule->code) + " " + std::string(doc.text().substr(f.range.start, f.range.end - f.range.start)) +
+         " " + f.message;
+}
 
-  void check(Stats &stats) {
+class Session {
+ public:
+  Session(const std::string& path, std::string text) : document_(path, std::move(text)) {}
+
+  void check(Stats& stats) {
     auto result = analyzer_.run(document_, config_, 1, attach);
+    ++stats.runs;
+    INFO(document_.path(), " after ", stats.runs, " edits, incremental: ", result.reanalysed.has_value(),
+         ", held: ", result.held);
+    if (result.held) {
+      // The edit broke the structure: the last well-formed findings, each still on the same code.
+      ++stats.held;
+      REQUIRE(document_.has_syntax_errors());
+      std::vector<std::string> remaining = last_good_;
+      for (const Finding& f : result.analysis.findings) {
+        auto it = std::find(remaining.begin(), remaining.end(), anchored(document_, f));
+        REQUIRE(it != remaining.end());
+        remaining.erase(it);
+      }
+      return;
+    }
     Document fresh(document_.path(), document_.text());
     Analysis expected = analyze(fresh, config_);
     attach_fixes(fresh, expected);
-    ++stats.runs;
-    if (result.reanalysed)
-      ++stats.incremental;
-    INFO(document_.path(), " after ", stats.runs,
-         " edits, incremental: ", result.reanalysed.has_value());
-    REQUIRE(describe_all(result.analysis.findings) ==
-            describe_all(expected.findings));
+    if (result.reanalysed) ++stats.incremental;
+    REQUIRE(describe_all(result.analysis.findings) == describe_all(expected.findings));
+    last_good_.clear();
+    for (const Finding& f : result.analysis.findings) last_good_.push_back(anchored(document_, f));
     if (expected.model && result.analysis.model) {
       REQUIRE(result.analysis.model->imported_calls_from_traced_code() ==
               expected.model->imported_calls_from_traced_code());
     }
   }
 
-  Document &document() { return document_; }
+  Document& document() { return document_; }
 
-private:
-  static void attach(const Document &doc, Analysis &analysis) {
-    attach_fixes(doc, analysis);
-  }
+ private:
+  static void attach(const Document& doc, Analysis& analysis) { attach_fixes(doc, analysis); }
   Document document_;
   Config config_;
   IncrementalAnalyzer analyzer_;
+  std::vector<std::string> last_good_;
 };
 
-void random_session(const fs::path &path, int edits, std::mt19937 &rng,
-                    Stats &stats) {
+void random_session(const fs::path& path, int edits, std::mt19937& rng, Stats& stats) {
   Session session(path.string(), read(path));
   session.check(stats);
   for (int i = 0; i < edits; ++i) {
-    Document &doc = session.document();
+    Document& doc = session.document();
     std::vector<uint32_t> lines;
     body_lines(doc, doc.root(), lines);
-    if (lines.empty())
-      return;
+    if (lines.empty()) return;
     uint32_t at = lines[rng() % lines.size()];
     std::string_view text = doc.text();
-    uint32_t line_end =
-        static_cast<uint32_t>(std::min(text.find('\n', at), text.size()));
+    uint32_t line_end = static_cast<uint32_t>(std::min(text.find('\n', at), text.size()));
     std::string indent(text.substr(at, text.find_first_not_of(" \t", at) - at));
-    if (indent.size() > line_end - at)
-      indent.clear();
+    if (indent.size() > line_end - at) indent.clear();
     switch (rng() % 5) {
-    case 0:
-    case 1: { // type a statement on a new line, one character at a time, then
-              // delete it the same way
-      std::string statement = kStatements[rng() % kStatements.size()];
-      for (size_t p; (p = statement.find("{indent}")) != std::string::npos;)
-        statement.replace(p, 8, indent);
-      std::string typed = indent + statement + "\n";
-      doc.apply_edit({at, at}, indent);
-      session.check(stats);
-      for (size_t k = indent.size(); k < typed.size(); ++k) {
-        doc.apply_edit(
-            {static_cast<uint32_t>(at + k), static_cast<uint32_t>(at + k)},
-            typed.substr(k, 1));
-        if (k % 3 == 0 || k + 1 == typed.size())
-          session.check(stats);
-      }
-      if (rng() % 2) {
-        for (size_t k = typed.size(); k > 0; k -= std::min<size_t>(k, 4)) {
-          uint32_t from =
-              static_cast<uint32_t>(at + k - std::min<size_t>(k, 4));
-          doc.apply_edit({from, static_cast<uint32_t>(at + k)}, "");
-          session.check(stats);
+      case 0:
+      case 1: {  // type a statement on a new line, one character at a time, then
+                 // delete it the same way
+        std::string statement = kStatements[rng() % kStatements.size()];
+        for (size_t p; (p = statement.find("{indent}")) != std::string::npos;) statement.replace(p, 8, indent);
+        std::string typed = indent + statement + "\n";
+        doc.apply_edit({at, at}, indent);
+        session.check(stats);
+        for (size_t k = indent.size(); k < typed.size(); ++k) {
+          doc.apply_edit({static_cast<uint32_t>(at + k), static_cast<uint32_t>(at + k)}, typed.substr(k, 1));
+          if (k % 3 == 0 || k + 1 == typed.size()) session.check(stats);
         }
+        if (rng() % 2) {
+          for (size_t k = typed.size(); k > 0; k -= std::min<size_t>(k, 4)) {
+            uint32_t from = static_cast<uint32_t>(at + k - std::min<size_t>(k, 4));
+            doc.apply_edit({from, static_cast<uint32_t>(at + k)}, "");
+            session.check(stats);
+          }
+        }
+        break;
       }
-      break;
-    }
-    case 2: { // delete part of a line
-      if (line_end <= at + 1)
+      case 2: {  // delete part of a line
+        if (line_end <= at + 1) break;
+        uint32_t from = at + static_cast<uint32_t>(rng() % (line_end - at));
+        uint32_t to = from + 1 + static_cast<uint32_t>(rng() % std::max<uint32_t>(1, line_end - from));
+        doc.apply_edit({from, std::min(to, line_end)}, "");
+        session.check(stats);
         break;
-      uint32_t from = at + static_cast<uint32_t>(rng() % (line_end - at));
-      uint32_t to =
-          from + 1 +
-          static_cast<uint32_t>(rng() % std::max<uint32_t>(1, line_end - from));
-      doc.apply_edit({from, std::min(to, line_end)}, "");
-      session.check(stats);
-      break;
-    }
-    case 3: { // one character anywhere in the line
-      static const std::string kChars = "x(). :=+\"#0[]\n";
-      uint32_t pos = at + static_cast<uint32_t>(rng() % (line_end - at + 1));
-      doc.apply_edit({pos, pos}, std::string(1, kChars[rng() % kChars.size()]));
-      session.check(stats);
-      break;
-    }
-    default: { // rename a word on the line (a local becomes another)
-      auto word = text.find_first_of("abcdefghijklmnopqrstuvwxyz", at);
-      if (word == std::string_view::npos || word >= line_end)
+      }
+      case 3: {  // one character anywhere in the line
+        static const std::string kChars = "x(). :=+\"#0[]\n";
+        uint32_t pos = at + static_cast<uint32_t>(rng() % (line_end - at + 1));
+        doc.apply_edit({pos, pos}, std::string(1, kChars[rng() % kChars.size()]));
+        session.check(stats);
         break;
-      doc.apply_edit(
-          {static_cast<uint32_t>(word), static_cast<uint32_t>(word + 1)}, "q");
-      session.check(stats);
-      break;
-    }
+      }
+      default: {  // rename a word on the line (a local becomes another)
+        auto word = text.find_first_of("abcdefghijklmnopqrstuvwxyz", at);
+        if (word == std::string_view::npos || word >= line_end) break;
+        doc.apply_edit({static_cast<uint32_t>(word), static_cast<uint32_t>(word + 1)}, "q");
+        session.check(stats);
+        break;
+      }
     }
   }
 }
@@ -201,43 +213,81 @@ void random_session(const fs::path &path, int edits, std::mt19937 &rng,
 std::vector<fs::path> corpus() {
   std::vector<fs::path> out;
   const fs::path root = GRAPHMEND_SOURCE_DIR;
-  for (const auto &entry :
-       fs::directory_iterator(root / "tests/fixtures/rules")) {
-    if (entry.path().extension() == ".py")
-      out.push_back(entry.path());
+  for (const auto& entry : fs::directory_iterator(root / "tests/fixtures/rules")) {
+    if (entry.path().extension() == ".py") out.push_back(entry.path());
   }
   std::sort(out.begin(), out.end());
   // Real modeling files when the project's environment has transformers (make
   // setup installs it).
   if (fs::exists(root / ".venv/lib")) {
-    for (const auto &python : fs::directory_iterator(root / ".venv/lib")) {
+    for (const auto& python : fs::directory_iterator(root / ".venv/lib")) {
       fs::path models = python.path() / "site-packages/transformers/models";
-      for (const char *file :
-           {"bart/modeling_bart.py", "longformer/modeling_longformer.py",
-            "qwen2_audio/modeling_qwen2_audio.py",
+      for (const char* file :
+           {"bart/modeling_bart.py", "longformer/modeling_longformer.py", "qwen2_audio/modeling_qwen2_audio.py",
             "switch_transformers/modeling_switch_transformers.py"}) {
-        if (fs::exists(models / file))
-          out.push_back(models / file);
+        if (fs::exists(models / file)) out.push_back(models / file);
       }
     }
   }
   return out;
 }
 
-} // namespace
+}  // namespace
 
-TEST_CASE(
-    "incremental analysis equals whole-file analysis after random edits") {
+TEST_CASE("typing statements into methods is analysed incrementally") {
+  // The editor's common case: a statement typed one character at a time (through invalid syntax)
+  // and deleted again, at many places of a real modeling file.
+  std::vector<fs::path> files = corpus();
+  std::mt19937 rng(7);
+  Stats stats;
+  for (const fs::path& path : files) {
+    if (fs::file_size(path) < 20000) continue;
+    Session session(path.string(), read(path));
+    session.check(stats);
+    for (int anchor = 0; anchor < 6; ++anchor) {
+      Document& doc = session.document();
+      std::vector<uint32_t> lines;
+      statement_lines(doc, doc.root(), lines);
+      uint32_t at = lines[rng() % lines.size()];
+      std::string_view text = doc.text();
+      std::string indent(text.substr(at, text.find_first_not_of(" \t", at) - at));
+      // Like an editor: a new line after the previous one (Enter keeps the indentation), then the
+      // statement, then everything removed again.
+      const uint32_t eol = at - 1;
+      doc.apply_edit({eol, eol}, "\n" + indent);
+      session.check(stats);
+      const std::string statement = "print(hidden_states.mean())";
+      const uint32_t start = eol + 1 + static_cast<uint32_t>(indent.size());
+      for (uint32_t k = 0; k < statement.size(); ++k) {
+        doc.apply_edit({start + k, start + k}, statement.substr(k, 1));
+        session.check(stats);
+      }
+      for (auto k = static_cast<uint32_t>(statement.size()); k > 0; --k) {
+        doc.apply_edit({start + k - 1, start + k}, "");
+        session.check(stats);
+      }
+      doc.apply_edit({eol, start}, "");
+      session.check(stats);
+    }
+  }
+  if (stats.runs < 10) return;  // no modeling files here (no .venv): the fixtures below still run
+  MESSAGE("typing: runs: ", stats.runs, ", incremental: ", stats.incremental, ", held: ", stats.held);
+  // Inside an unclosed bracket tree-sitter's recovery restructures the file: those analyses are held.
+  // The rest is incremental; a whole-file analysis is rare.
+  CHECK((stats.runs - stats.incremental - stats.held) * 50 <= stats.runs);
+  CHECK(stats.incremental * 5 >= stats.runs * 2);
+}
+
+TEST_CASE("incremental analysis equals whole-file analysis after random edits") {
   std::mt19937 rng(20261129);
   Stats stats;
-  for (const fs::path &path : corpus()) {
+  for (const fs::path& path : corpus()) {
     const bool large = fs::file_size(path) > 20000;
     random_session(path, large ? 12 : 6, rng, stats);
   }
-  MESSAGE("runs: ", stats.runs, ", incremental: ", stats.incremental);
-  // Most edits inside a function body must take the incremental path, or it is
-  // not doing its job.
-  CHECK(stats.incremental * 2 > stats.runs);
+  MESSAGE("runs: ", stats.runs, ", incremental: ", stats.incremental, ", held: ", stats.held);
+  // Random edits leave the syntax broken for long stretches (held); still, many are incremental.
+  CHECK(stats.incremental * 4 > stats.runs);
 }
 
 TEST_CASE("an edit that changes what other functions see is analysed afresh") {

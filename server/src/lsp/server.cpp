@@ -45,6 +45,7 @@ struct AnalysisResult {
   std::string result_id;
   Clock::duration elapsed{};
   bool incremental = false;  // only the edited function was analysed again
+  bool held = false;         // the edit broke the syntax: the last analysis, moved (IncrementalAnalyzer)
   std::string error;  // the engine failed: no findings
   // Calls from traced code to functions imported from other modules: (module as written, name).
   std::vector<std::pair<std::string, std::string>> imported_calls;
@@ -753,6 +754,9 @@ struct Server::Impl {
     }
     spdlog::info("opened {} (version {}, {} bytes)", uri, version,
                  document->snapshot->text->size());
+    // A file is opened to be read or edited: it keeps its tree and model like an edited one, so the
+    // first keystroke is analysed incrementally.
+    touch(*document);
     document->publish_pending = true;
     schedule_analysis(*document);
   }
@@ -967,6 +971,7 @@ struct Server::Impl {
         }
         result->findings = std::move(run.analysis.findings);
         result->incremental = run.reanalysed.has_value();
+        result->held = run.held;
       } catch (const std::exception& error) {
         worker->analyzer.reset();
         result->findings.clear();
@@ -1010,7 +1015,9 @@ struct Server::Impl {
     spdlog::debug("analysed {} v{}: {} findings in {:.2f} ms ({})", uri, result->version,
                   result->findings.size(),
                   std::chrono::duration<double, std::milli>(result->elapsed).count(),
-                  result->incremental ? "the edited function" : "whole file");
+                  result->held          ? "held: the edit broke the syntax"
+                  : result->incremental ? "the edited function"
+                                        : "whole file");
     document->latest = result;
     update_workspace_calls(*document, *result);
     if (document->publish_pending) publish(*document);

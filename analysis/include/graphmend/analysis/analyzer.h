@@ -38,7 +38,13 @@ class IncrementalAnalyzer {
     Analysis analysis;
     // The part of the document whose findings were computed again; nullopt when all of it was.
     std::optional<ByteRange> reanalysed;
+    // The edits broke the syntax so that tree-sitter's recovery moved definitions (an unclosed bracket
+    // swallowing the methods after it): the findings are the last analysis's, moved through the edits,
+    // less those in the edited or unparsable part. The next edit that leaves the structure as it was is
+    // analysed against that analysis; after kMaxHeld edits in a row, afresh.
+    bool held = false;
   };
+  static constexpr int kMaxHeld = 64;
 
   // `generation` names the configuration: a different one means analysing afresh. The returned
   // model is shared with this analyzer and changes with the next call.
@@ -48,12 +54,14 @@ class IncrementalAnalyzer {
  private:
   std::optional<Result> update(const Document& document, const Config& config, const Document::Changes& changes,
                                const Finish& finish);
+  std::optional<Result> hold(const Document& document, const Document::Changes& changes);
 
   std::shared_ptr<SemanticModel> model_;
   std::vector<Finding> findings_;
   const Document* document_ = nullptr;
   uint64_t generation_ = 0;
   bool exempt_ = false;
+  int held_ = 0;
 };
 
 }  // namespace graphmend

@@ -32,15 +32,19 @@ class Document {
   void apply_edit(ByteRange range, std::string_view new_text);
   void replace_text(std::string text);
 
-  // Where the text and the tree changed since the last call (edits and the syntax they changed, as one
-  // range of the current text; `delta` is the change in size), or nullopt when the text was replaced
-  // wholesale or first parsed. `unchanged` is true when nothing was edited at all.
+  // What changed since the base (the last `rebase()`): the edits and the syntax that differs between
+  // the base's tree and the current one, as one range of the current text, with the change in size.
+  // Outside `region`, text and tree are the base's (moved by `delta` after it). nullopt when unknown:
+  // no base yet, or the text was replaced wholesale.
   struct Changes {
     bool unchanged = true;
     ByteRange region;
     int64_t delta = 0;
   };
-  std::optional<Changes> take_changes();
+  std::optional<Changes> changes_since_base() const;
+  void rebase();
+  // `earlier` followed by `later` as one change of the text before `earlier`.
+  static Changes combine(const Changes& earlier, const Changes& later);
 
   bool has_syntax_errors() const;
   // Ranges of ERROR and MISSING nodes: analysis reports nothing inside them.
@@ -56,7 +60,8 @@ class Document {
   LineIndex lines_;
   TSParser* parser_ = nullptr;
   TSTree* tree_ = nullptr;
-  std::optional<Changes> changes_;  // nullopt: not known (a fresh parse)
+  TSTree* base_ = nullptr;  // the tree at the last rebase(), edited along (positions follow the text)
+  Changes edits_since_base_;  // the text edits only
 };
 
 ByteRange node_range(TSNode node);
