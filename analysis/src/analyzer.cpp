@@ -197,11 +197,28 @@ Analysis analyze(const Document& document, const Config& config) {
 
 IncrementalAnalyzer::Result IncrementalAnalyzer::run(Document& document, const Config& config, uint64_t generation,
                                                      const Finish& finish) {
+  const bool exempt = file_is_exempt(document.text());
+  if (document.parse_pending()) {
+    // The reparse ran out of its budget (error recovery): the last analysis, moved through the edits,
+    // stands in until the parse is finished and the document analysed again.
+    if (model_ && document_ == &document && generation_ == generation && exempt == exempt_ && !exempt) {
+      if (auto edits = document.text_changes_since_base()) {
+        const ByteRange old_region{edits->region.start,
+                                   static_cast<uint32_t>(static_cast<int64_t>(edits->region.end) - edits->delta)};
+        std::vector<Finding> carried;
+        for (const Finding& f : findings_) {
+          Finding moved = f;
+          if (shift_outside(moved, old_region, edits->delta)) carried.push_back(std::move(moved));
+        }
+        return Result{{model_, std::move(carried)}, ByteRange{}, true, true};
+      }
+    }
+    document.finish_parse();
+  }
   // Changes since the text the model describes (the document's base; several edits when held).
   std::optional<Document::Changes> changes = document.changes_since_base();
-  const bool exempt = file_is_exempt(document.text());
   if (model_ && document_ == &document && generation_ == generation && changes && exempt == exempt_ && !exempt) {
-    if (changes->unchanged) return {{model_, findings_}, ByteRange{}, false};
+    if (changes->unchanged) return {{model_, findings_}, ByteRange{}, false, false};
     if (auto updated = update(document, config, *changes, finish)) {
       document.rebase();
       held_ = 0;
@@ -226,7 +243,7 @@ IncrementalAnalyzer::Result IncrementalAnalyzer::run(Document& document, const C
   }
   if (finish) finish(document, analysis);
   findings_ = analysis.findings;
-  return {std::move(analysis), std::nullopt, false};
+  return {std::move(analysis), std::nullopt, false, false};
 }
 
 std::optional<IncrementalAnalyzer::Result> IncrementalAnalyzer::hold(const Document& document,
@@ -249,7 +266,7 @@ std::optional<IncrementalAnalyzer::Result> IncrementalAnalyzer::hold(const Docum
     });
     if (!in_error) carried.push_back(std::move(moved));
   }
-  return Result{{model_, std::move(carried)}, ByteRange{}, true};
+  return Result{{model_, std::move(carried)}, ByteRange{}, true, false};
 }
 
 std::optional<IncrementalAnalyzer::Result> IncrementalAnalyzer::update(const Document& document, const Config& config,
@@ -283,7 +300,7 @@ std::optional<IncrementalAnalyzer::Result> IncrementalAnalyzer::update(const Doc
   findings_ = std::move(carried);
   for (Finding& f : fresh.findings) findings_.push_back(std::move(f));
   sort_findings(findings_);
-  return Result{{model_, findings_}, reanalysed, false};
+  return Result{{model_, findings_}, reanalysed, false, false};
 }
 
 void IncrementalAnalyzer::reset() {

@@ -1,6 +1,7 @@
 #include "graphmend/analysis/document.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cstdlib>
 #include <string_view>
 #include <utility>
@@ -56,6 +57,7 @@ Document::Document(Document&& other) noexcept
       lines_(text_),
       parser_(std::exchange(other.parser_, nullptr)),
       tree_(std::exchange(other.tree_, nullptr)),
+      parse_pending_(std::exchange(other.parse_pending_, false)),
       base_(std::exchange(other.base_, nullptr)),
       edits_since_base_(other.edits_since_base_) {}
 
@@ -66,6 +68,7 @@ Document& Document::operator=(Document&& other) noexcept {
     if (parser_) ts_parser_delete(parser_);
     path_ = std::move(other.path_);
     base_ = std::exchange(other.base_, nullptr);
+    parse_pending_ = std::exchange(other.parse_pending_, false);
     edits_since_base_ = other.edits_since_base_;
     text_ = std::move(other.text_);
     lines_ = LineIndex(text_);
@@ -78,6 +81,10 @@ Document& Document::operator=(Document&& other) noexcept {
 TSNode Document::root() const { return ts_tree_root_node(tree_); }
 
 void Document::apply_edit(ByteRange range, std::string_view new_text) {
+  apply_edit(range, new_text, std::chrono::microseconds{0});
+}
+
+bool Document::apply_edit(ByteRange range, std::string_view new_text, std::chrono::microseconds budget) {
   if (range.end > text_.size()) range.end = static_cast<uint32_t>(text_.size());
   if (range.start > range.end) range.start = range.end;
   TSInputEdit edit;
@@ -88,9 +95,12 @@ void Document::apply_edit(ByteRange range, std::string_view new_text) {
   edit.old_end_point = point_at(text_, range.end);
   text_.replace(range.start, range.end - range.start, new_text);
   edit.new_end_point = point_at(text_, edit.new_end_byte);
+  // tree_ is the last complete tree, or the one a pending parse started from: either way the tree the
+  // next parse reuses, edited to match the text. A halted parse is dropped and starts over.
+  if (parse_pending_) ts_parser_reset(parser_);
   ts_tree_edit(tree_, &edit);
-  TSTree* old = tree_;
-  reparse(old);
+  lines_ = LineIndex(text_);
+  const bool done = parse(budget);
   if (base_) {
     ts_tree_edit(base_, &edit);
     edits_since_base_ = combine(edits_since_base_, {false,
@@ -98,7 +108,23 @@ void Document::apply_edit(ByteRange range, std::string_view new_text) {
                                                     static_cast<int64_t>(edit.new_end_byte) -
                                                         static_cast<int64_t>(edit.old_end_byte)});
   }
-  ts_tree_delete(old);
+  return done;
+}
+
+bool Document::parse(std::chrono::microseconds budget) {
+  ts_parser_set_timeout_micros(parser_, static_cast<uint64_t>(budget.count()));
+  TSTree* fresh = ts_parser_parse_string(parser_, tree_, text_.data(), static_cast<uint32_t>(text_.size()));
+  ts_parser_set_timeout_micros(parser_, 0);
+  parse_pending_ = fresh == nullptr;  // halted by the budget: resumed by finish_parse()
+  if (fresh) {
+    ts_tree_delete(tree_);
+    tree_ = fresh;
+  }
+  return fresh != nullptr;
+}
+
+bool Document::finish_parse(std::chrono::microseconds budget) {
+  return !parse_pending_ || parse(budget);
 }
 
 std::optional<Document::Changes> Document::changes_since_base() const {
@@ -143,6 +169,8 @@ Document::Changes Document::combine(const Changes& earlier, const Changes& later
 
 void Document::replace_text(std::string text) {
   text_ = std::move(text);
+  if (parse_pending_) ts_parser_reset(parser_);
+  parse_pending_ = false;
   if (base_) ts_tree_delete(base_);
   base_ = nullptr;
   TSTree* old = tree_;

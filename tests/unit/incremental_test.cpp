@@ -5,6 +5,7 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <random>
@@ -288,6 +289,49 @@ TEST_CASE("incremental analysis equals whole-file analysis after random edits") 
   MESSAGE("runs: ", stats.runs, ", incremental: ", stats.incremental, ", held: ", stats.held);
   // Random edits leave the syntax broken for long stretches (held); still, many are incremental.
   CHECK(stats.incremental * 4 > stats.runs);
+}
+
+TEST_CASE("a reparse halted by its budget gives the last findings, then the real analysis") {
+  std::vector<fs::path> files = corpus();
+  auto largest = std::max_element(files.begin(), files.end(), [](const fs::path& a, const fs::path& b) {
+    return fs::file_size(a) < fs::file_size(b);
+  });
+  if (largest == files.end()) return;
+  Document doc(largest->string(), read(*largest));
+  IncrementalAnalyzer analyzer;
+  Config config;
+  auto first = analyzer.run(doc, config, 1);
+  std::vector<uint32_t> lines;
+  statement_lines(doc, doc.root(), lines);
+  REQUIRE(!lines.empty());
+  const uint32_t at = lines[lines.size() / 3];
+  int provisional = 0;
+  const std::string typed = "print(hidden_states.mean(\n";
+  for (uint32_t k = 0; k < typed.size(); ++k) {
+    // A budget of one microsecond: every reparse is halted.
+    const bool done = doc.apply_edit({at + k, at + k}, typed.substr(k, 1), std::chrono::microseconds{1});
+    auto result = analyzer.run(doc, config, 1);
+    if (!done) {
+      ++provisional;
+      CHECK(result.provisional);
+      CHECK(result.held);
+      // Every finding is one of the last analysis's, still on the same code.
+      for (const Finding& f : result.analysis.findings) {
+        auto same = std::find_if(first.analysis.findings.begin(), first.analysis.findings.end(),
+                                 [&](const Finding& g) { return g.rule == f.rule && g.message == f.message; });
+        CHECK(same != first.analysis.findings.end());
+      }
+      doc.finish_parse();
+      result = analyzer.run(doc, config, 1);
+    }
+    CHECK_FALSE(result.provisional);
+    if (!result.held) {
+      Document fresh(doc.path(), doc.text());
+      Analysis expected = analyze(fresh, config);
+      CHECK(describe_all(result.analysis.findings) == describe_all(expected.findings));
+    }
+  }
+  CHECK(provisional > 0);
 }
 
 TEST_CASE("an edit that changes what other functions see is analysed afresh") {

@@ -46,6 +46,9 @@ struct AnalysisResult {
   Clock::duration elapsed{};
   bool incremental = false;  // only the edited function was analysed again
   bool held = false;         // the edit broke the syntax: the last analysis, moved (IncrementalAnalyzer)
+  Clock::duration reparse_time{};  // applying the edits to the tree before it
+  bool provisional = false;            // held while the reparse was past its budget; the real one follows
+  bool completes_provisional = false;  // the real analysis of a version given a provisional one first
   std::string error;  // the engine failed: no findings
   // Calls from traced code to functions imported from other modules: (module as written, name).
   std::vector<std::pair<std::string, std::string>> imported_calls;
@@ -56,6 +59,7 @@ struct Worker {
   std::unique_ptr<Document> document;
   // Re-analyses only the edited function when it can (the results equal a whole-file analysis).
   IncrementalAnalyzer analyzer;
+  Clock::duration reparse_time{};  // spent applying edits to the tree since the last analysis (for the log)
   void release() {
     analyzer.reset();
     document.reset();
@@ -189,6 +193,8 @@ struct Server::Impl {
   // analyses (for incremental reparsing); the others are parsed again when they next change.
   std::list<std::string> recently_edited;
   static constexpr std::size_t kKeepTrees = 8;
+  static constexpr std::chrono::microseconds kReparseBudget{2000};
+  static constexpr std::chrono::milliseconds kFinishParseAfter{25};
   std::map<std::string, PendingRequest> pending;
   std::vector<WorkspaceRequest> workspace_requests;
   std::map<std::string, std::function<void(const Message&)>> outgoing;
@@ -821,13 +827,17 @@ struct Server::Impl {
     if (!document.too_large) {
       asio::post(document.strand, [worker = document.worker, edits = std::move(tree_edits)] {
         if (!worker->document) return;  // released: the next analysis parses the text afresh
+        const auto start = Clock::now();
         for (const TreeEdit& edit : edits) {
           if (edit.full) {
             worker->document->replace_text(edit.text);
           } else {
-            worker->document->apply_edit(edit.range, edit.text);
+            // A reparse in error recovery can take tens of milliseconds: past the budget the analysis
+            // gives the last findings at once and the parse finishes after (analyse()).
+            worker->document->apply_edit(edit.range, edit.text, kReparseBudget);
           }
         }
+        worker->reparse_time += Clock::now() - start;
       });
     }
     document.version = version;
@@ -941,50 +951,93 @@ struct Server::Impl {
       asio::post(io, [this, uri = document.uri, result] { on_analysis_done(uri, result); });
       return;
     }
-    asio::post(document.strand, [this, config = config_for(document), uri = document.uri,
-                                 path = document.path, worker = document.worker,
-                                 keep = document.keep_tree, live = document.live_version,
-                                 encoding_used = encoding, result] {
-      if (live->load() != result->version) {
-        // An edit arrived after this was queued: a newer analysis will follow.
-        asio::post(io, [this, uri, result] { on_analysis_dropped(uri, *result); });
-        return;
+    AnalysisJob job{config_for(document), document.uri,         document.path,        document.strand,
+                    document.worker,      document.keep_tree,   document.live_version, encoding};
+    asio::post(document.strand, [this, job = std::move(job), result] { analyse(job, result); });
+  }
+
+  // What an analysis on a document's strand needs.
+  struct AnalysisJob {
+    Config config;
+    std::string uri;
+    std::string path;
+    Strand strand;
+    std::shared_ptr<Worker> worker;
+    std::shared_ptr<std::atomic<bool>> keep;
+    std::shared_ptr<std::atomic<int64_t>> live;
+    PositionEncoding encoding;
+  };
+
+  // Runs on the document's strand.
+  void analyse(const AnalysisJob& job, std::shared_ptr<AnalysisResult> result) {
+    const std::string& uri = job.uri;
+    const std::shared_ptr<Worker>& worker = job.worker;
+    if (job.live->load() != result->version) {
+      // An edit arrived after this was queued: a newer analysis will follow.
+      asio::post(io, [this, uri, result] { on_analysis_dropped(uri, *result); });
+      return;
+    }
+    const auto start = Clock::now();
+    bool provisional = false;
+    try {
+      if (!worker->document) {
+        // Released while idle (or never parsed): parse the current text from scratch.
+        worker->document = std::make_unique<Document>(job.path, *result->snapshot->text);
       }
-      const auto start = Clock::now();
-      try {
-        if (!worker->document) {
-          // Released while idle (or never parsed): parse the current text from scratch.
-          worker->document = std::make_unique<Document>(path, *result->snapshot->text);
-        }
-        if (worker->document->text() != *result->snapshot->text) {
-          // Never expected; recover by parsing the text the client holds.
-          spdlog::error("{}: tree text out of sync with version {}; reparsing", uri,
-                        result->version);
-          worker->document = std::make_unique<Document>(path, *result->snapshot->text);
-        }
-        // Fixes are attached to new findings only; carried ones keep theirs.
-        auto attach = [](const Document& edited, Analysis& fresh) { attach_fixes(edited, fresh); };
-        IncrementalAnalyzer::Result run =
-            worker->analyzer.run(*worker->document, config, result->generation, attach);
-        if (run.analysis.model) {
-          result->imported_calls = run.analysis.model->imported_calls_from_traced_code();
-        }
-        result->findings = std::move(run.analysis.findings);
-        result->incremental = run.reanalysed.has_value();
-        result->held = run.held;
-      } catch (const std::exception& error) {
-        worker->analyzer.reset();
-        result->findings.clear();
-        result->error = error.what();
+      if (worker->document->text() != *result->snapshot->text) {
+        // Never expected; recover by parsing the text the client holds.
+        spdlog::error("{}: tree text out of sync with version {}; reparsing", uri, result->version);
+        worker->document = std::make_unique<Document>(job.path, *result->snapshot->text);
       }
-      if (!keep->load()) worker->release();
-      for (const Finding& finding : result->findings) {
-        result->diagnostics.push_back(to_diagnostic(finding, result->snapshot->lines, encoding_used,
-                                                    uri, result->version));
+      // Fixes are attached to new findings only; carried ones keep theirs.
+      auto attach = [](const Document& edited, Analysis& fresh) { attach_fixes(edited, fresh); };
+      IncrementalAnalyzer::Result run = worker->analyzer.run(*worker->document, job.config, result->generation, attach);
+      if (run.analysis.model) {
+        result->imported_calls = run.analysis.model->imported_calls_from_traced_code();
       }
-      result->elapsed = Clock::now() - start;
-      asio::post(io, [this, uri, result] { on_analysis_done(uri, result); });
-    });
+      result->findings = std::move(run.analysis.findings);
+      result->incremental = run.reanalysed.has_value();
+      result->held = run.held;
+      provisional = run.provisional;
+      result->provisional = run.provisional;
+      result->reparse_time = std::exchange(worker->reparse_time, Clock::duration{});
+    } catch (const std::exception& error) {
+      worker->analyzer.reset();
+      result->findings.clear();
+      result->error = error.what();
+    }
+    if (!provisional && !job.keep->load()) worker->release();
+    for (const Finding& finding : result->findings) {
+      result->diagnostics.push_back(to_diagnostic(finding, result->snapshot->lines, job.encoding, uri, result->version));
+    }
+    result->elapsed = Clock::now() - start;
+    asio::post(io, [this, uri, result] { on_analysis_done(uri, result); });
+    if (provisional) {
+      // The reparse ran out of its budget: these were the last findings moved through the edit. Once the
+      // user pauses, finish the parse and analyse the same version again; that result is published too.
+      // (Finishing at once would make the next keystroke wait for it.)
+      auto complete = std::make_shared<AnalysisResult>();
+      complete->version = result->version;
+      complete->generation = result->generation;
+      complete->snapshot = result->snapshot;
+      complete->completes_provisional = true;
+      auto pause = std::make_shared<asio::steady_timer>(io, kFinishParseAfter);
+      pause->async_wait([this, pause, job, complete](const std::error_code& ec) {
+        if (ec || job.live->load() != complete->version) return;  // a newer edit has its own
+        asio::post(job.strand, [this, job, complete] { finish_then_analyse(job, complete); });
+      });
+    }
+  }
+
+  // Resumes a halted reparse one budget at a time, so that an edit queued meanwhile goes first (it
+  // starts the parse over, and its own analysis follows); analyses once the parse is complete.
+  void finish_then_analyse(const AnalysisJob& job, std::shared_ptr<AnalysisResult> result) {
+    Document* document = job.worker->document.get();
+    if (job.live->load() == result->version && document && !document->finish_parse(kReparseBudget)) {
+      asio::post(job.strand, [this, job, result] { finish_then_analyse(job, result); });
+      return;
+    }
+    analyse(job, result);
   }
 
   void on_analysis_dropped(const std::string& uri, const AnalysisResult& result) {
@@ -1012,15 +1065,17 @@ struct Server::Impl {
       log_message(protocol::message_type::kError,
                   "analysis of " + uri + " failed: " + result->error);
     }
-    spdlog::debug("analysed {} v{}: {} findings in {:.2f} ms ({})", uri, result->version,
-                  result->findings.size(),
+    spdlog::debug("analysed {} v{}: {} findings in {:.2f} ms after {:.2f} ms reparsing ({})", uri,
+                  result->version, result->findings.size(),
                   std::chrono::duration<double, std::milli>(result->elapsed).count(),
-                  result->held          ? "held: the edit broke the syntax"
+                  std::chrono::duration<double, std::milli>(result->reparse_time).count(),
+                  result->provisional   ? "provisional: the reparse is past its budget"
+                  : result->held        ? "held: the edit broke the syntax"
                   : result->incremental ? "the edited function"
                                         : "whole file");
     document->latest = result;
     update_workspace_calls(*document, *result);
-    if (document->publish_pending) publish(*document);
+    if (document->publish_pending || result->completes_provisional) publish(*document);
     auto waiters = std::move(document->waiters);
     document->waiters.clear();
     for (auto& waiter : waiters) waiter(*result);

@@ -43,6 +43,9 @@ class IncrementalAnalyzer {
     // less those in the edited or unparsable part. The next edit that leaves the structure as it was is
     // analysed against that analysis; after kMaxHeld edits in a row, afresh.
     bool held = false;
+    // Held because the document's reparse is not finished (Document::apply_edit with a budget):
+    // finish_parse() and run again for the real analysis of the same text.
+    bool provisional = false;
   };
   static constexpr int kMaxHeld = 64;
 

@@ -1,6 +1,7 @@
 // One Python source file: its text, line index and tree-sitter tree, reparsed incrementally.
 #pragma once
 
+#include <chrono>
 #include <memory>
 #include <optional>
 #include <string>
@@ -30,6 +31,13 @@ class Document {
 
   // Replaces `range` with `new_text`, tells tree-sitter about the edit and reparses reusing the old tree.
   void apply_edit(ByteRange range, std::string_view new_text);
+  // The same, but the reparse stops after `budget` (0: no limit; tree-sitter's error recovery can take
+  // tens of milliseconds on a large file): false when it did not finish. Until finish_parse(), the
+  // text is the new one but the tree is not: only text(), lines() and text_changes_since_base() apply.
+  bool apply_edit(ByteRange range, std::string_view new_text, std::chrono::microseconds budget);
+  bool parse_pending() const { return parse_pending_; }
+  // Resumes a halted reparse for at most `budget` (0: to the end); true when the tree is complete.
+  bool finish_parse(std::chrono::microseconds budget = std::chrono::microseconds{0});
   void replace_text(std::string text);
 
   // What changed since the base (the last `rebase()`): the edits and the syntax that differs between
@@ -42,6 +50,10 @@ class Document {
     int64_t delta = 0;
   };
   std::optional<Changes> changes_since_base() const;
+  // The edits alone (no tree needed); nullopt when unknown.
+  std::optional<Changes> text_changes_since_base() const {
+    return base_ ? std::optional<Changes>(edits_since_base_) : std::nullopt;
+  }
   void rebase();
   // `earlier` followed by `later` as one change of the text before `earlier`.
   static Changes combine(const Changes& earlier, const Changes& later);
@@ -54,12 +66,14 @@ class Document {
 
  private:
   void reparse(TSTree* old_tree);
+  bool parse(std::chrono::microseconds budget);
 
   std::string path_;
   std::string text_;
   LineIndex lines_;
   TSParser* parser_ = nullptr;
   TSTree* tree_ = nullptr;
+  bool parse_pending_ = false;
   TSTree* base_ = nullptr;  // the tree at the last rebase(), edited along (positions follow the text)
   Changes edits_since_base_;  // the text edits only
 };
