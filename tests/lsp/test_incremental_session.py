@@ -109,7 +109,8 @@ def test_typing_into_a_large_file(tmp_path):
     current[anchor + 1] = "        " + typed
     final_text = "\n".join(current)
     again = latest_after_pause()
-    diagnostics = again["params"]["diagnostics"] if again else client.diagnostics(uri, version, timeout=0)
+    if again:
+        diagnostics = again["params"]["diagnostics"]
     expected = check_findings(reference, final_text)
     assert server_findings(diagnostics) == expected
     # The typed `.item()` is a new break on the typed line.
@@ -118,17 +119,15 @@ def test_typing_into_a_large_file(tmp_path):
     # Delete it again, one character at a time from the end.
     for i in reversed(range(len(typed))):
         edit(anchor + 1, 8 + i, "", end=(anchor + 1, 8 + i + 1))
-    edit(anchor, column, "", end=(anchor + 1, 8))
+    diagnostics = edit(anchor, column, "", end=(anchor + 1, 8))
     again = latest_after_pause()
-    diagnostics = again["params"]["diagnostics"] if again else None
-    if diagnostics is None:
-        client.notify("textDocument/didSave", {"textDocument": {"uri": uri}})
-        diagnostics = client.diagnostics(uri, version)
+    if again:
+        diagnostics = again["params"]["diagnostics"]
     assert server_findings(diagnostics) == check_findings(reference, text)
 
     assert client.close() == 0
     analysed = [line for line in log.read_text().splitlines() if "analysed " in line]
     incremental = [line for line in analysed if "(the edited function)" in line]
     whole = [line for line in analysed if "(whole file)" in line]
-    assert len(incremental) > len(analysed) // 3, analysed[-5:]
+    assert len(incremental) >= 10, analysed[-5:]
     assert len(whole) <= 2, whole  # the open, at most one more

@@ -60,6 +60,20 @@ struct Worker {
   // Re-analyses only the edited function when it can (the results equal a whole-file analysis).
   IncrementalAnalyzer analyzer;
   Clock::duration reparse_time{};  // spent applying edits to the tree since the last analysis (for the log)
+  // Recent reparses that finished: the budget is a few times their median, so only the outliers
+  // (tree-sitter's error recovery after an unclosed bracket) are cut short.
+  std::array<Clock::duration, 16> recent_reparses{};
+  std::size_t reparses = 0;
+  void record_reparse(Clock::duration took) { recent_reparses[reparses++ % recent_reparses.size()] = took; }
+  std::chrono::microseconds reparse_budget() const {
+    constexpr std::chrono::microseconds kMinimum{2000}, kMaximum{100000};
+    const std::size_t n = std::min(reparses, recent_reparses.size());
+    if (n < 4) return kMaximum;
+    std::array<Clock::duration, 16> sorted = recent_reparses;
+    std::nth_element(sorted.begin(), sorted.begin() + n / 2, sorted.begin() + n);
+    auto budget = std::chrono::duration_cast<std::chrono::microseconds>(4 * sorted[n / 2]);
+    return std::clamp(budget, kMinimum, kMaximum);
+  }
   void release() {
     analyzer.reset();
     document.reset();
@@ -193,8 +207,7 @@ struct Server::Impl {
   // analyses (for incremental reparsing); the others are parsed again when they next change.
   std::list<std::string> recently_edited;
   static constexpr std::size_t kKeepTrees = 8;
-  static constexpr std::chrono::microseconds kReparseBudget{2000};
-  static constexpr std::chrono::milliseconds kFinishParseAfter{25};
+  static constexpr std::chrono::milliseconds kFinishParseAfter{10};
   std::map<std::string, PendingRequest> pending;
   std::vector<WorkspaceRequest> workspace_requests;
   std::map<std::string, std::function<void(const Message&)>> outgoing;
@@ -828,16 +841,20 @@ struct Server::Impl {
       asio::post(document.strand, [worker = document.worker, edits = std::move(tree_edits)] {
         if (!worker->document) return;  // released: the next analysis parses the text afresh
         const auto start = Clock::now();
+        const bool was_pending = worker->document->parse_pending();
+        bool done = true;
         for (const TreeEdit& edit : edits) {
           if (edit.full) {
             worker->document->replace_text(edit.text);
           } else {
             // A reparse in error recovery can take tens of milliseconds: past the budget the analysis
             // gives the last findings at once and the parse finishes after (analyse()).
-            worker->document->apply_edit(edit.range, edit.text, kReparseBudget);
+            done = worker->document->apply_edit(edit.range, edit.text, worker->reparse_budget());
           }
         }
-        worker->reparse_time += Clock::now() - start;
+        const auto took = Clock::now() - start;
+        if (done && !was_pending && edits.size() == 1) worker->record_reparse(took);
+        worker->reparse_time += took;
       });
     }
     document.version = version;
@@ -1033,7 +1050,7 @@ struct Server::Impl {
   // starts the parse over, and its own analysis follows); analyses once the parse is complete.
   void finish_then_analyse(const AnalysisJob& job, std::shared_ptr<AnalysisResult> result) {
     Document* document = job.worker->document.get();
-    if (job.live->load() == result->version && document && !document->finish_parse(kReparseBudget)) {
+    if (job.live->load() == result->version && document && !document->finish_parse(job.worker->reparse_budget())) {
       asio::post(job.strand, [this, job, result] { finish_then_analyse(job, result); });
       return;
     }
