@@ -392,7 +392,8 @@ def main() -> int:
             "graphmend's first answer to each edit: *incremental* re-read only the edited function (equal to "
             "a whole-file analysis: tests/unit/incremental_test.cpp); *held* and *provisional* are stand-ins, "
             "the last findings moved through the edit, while the edit broke the syntax (an unclosed bracket) "
-            "or its reparse was past the 2 ms budget; the real analysis follows once the user pauses for "
+            "or its reparse was past its budget (four times the document's median reparse, at least 2 ms); "
+            "the real analysis follows once the user pauses for "
             "10 ms, which a closed loop never does (docs/lsp.md, Performance). The latency of the real "
             "analyses alone is given after the counts.", "",
             f"Peak RSS with {args.files} modeling files open: graphmend "
