@@ -170,15 +170,14 @@ void for_each_named_child(TSNode node, const std::function<void(TSNode)>& fn) {
   for (TSNode c : named_children(node)) fn(c);
 }
 
-// Visits `node`'s subtree, not descending into nested function or class definitions or lambdas.
-void walk_body(TSNode node, const std::function<void(TSNode)>& fn) {
-  for (TSNode child : named_children(node)) {
-    auto t = type_of(child);
-    if (t == "function_definition" || t == "class_definition" || t == "decorated_definition" || t == "lambda")
-      continue;
-    fn(child);
-    walk_body(child, fn);
-  }
+// Statements that cannot hold a definition (a `def` or `class` is a statement of its own, never part
+// of an expression): collect_definitions need not look inside them.
+bool is_simple_statement(std::string_view t) {
+  return t == "expression_statement" || t == "return_statement" || t == "pass_statement" ||
+         t == "break_statement" || t == "continue_statement" || t == "raise_statement" || t == "assert_statement" ||
+         t == "delete_statement" || t == "import_statement" || t == "import_from_statement" ||
+         t == "future_import_statement" || t == "global_statement" || t == "nonlocal_statement" ||
+         t == "type_alias_statement" || t == "comment";
 }
 
 template <class F>
@@ -346,7 +345,7 @@ void SemanticModel::collect_definitions(TSNode node, ClassInfo* owner, FunctionI
       }
       functions_.push_back(std::move(fn));
       collect_definitions(field(def, "body"), nullptr, raw);
-    } else if (t != "lambda") {
+    } else if (t != "lambda" && !is_simple_statement(t)) {
       collect_definitions(child, owner, parent);
     }
   }
@@ -357,7 +356,32 @@ void SemanticModel::read_function(FunctionInfo& fn, TSNode definition) {
   fn.range = node_range(definition);
   fn.body_range = node_range(field(definition, "body"));
   fn.body_nodes.clear();
-  walk_body(field(definition, "body"), [&](TSNode n) { fn.body_nodes.push_back(n); });
+  // One cursor pass, no allocation per node: the passes over a function read only these nodes.
+  TSNode body = field(definition, "body");
+  if (ts_node_is_null(body)) return;
+  TSTreeCursor cursor = ts_tree_cursor_new(body);
+  if (ts_tree_cursor_goto_first_child(&cursor)) {
+    for (;;) {
+      TSNode node = ts_tree_cursor_current_node(&cursor);
+      auto t = type_of(node);
+      const bool nested = t == "function_definition" || t == "class_definition" || t == "decorated_definition" ||
+                          t == "lambda";
+      if (!nested && ts_node_is_named(node) &&
+          (t == "call" || t == "assignment" || t == "augmented_assignment" || t == "for_statement" ||
+           t == "return_statement"))
+        fn.body_nodes.push_back(node);
+      if (!nested && ts_tree_cursor_goto_first_child(&cursor)) continue;
+      bool done = false;
+      while (!ts_tree_cursor_goto_next_sibling(&cursor)) {
+        if (!ts_tree_cursor_goto_parent(&cursor) || ts_node_eq(ts_tree_cursor_current_node(&cursor), body)) {
+          done = true;
+          break;
+        }
+      }
+      if (done) break;
+    }
+  }
+  ts_tree_cursor_delete(&cursor);
 }
 
 void SemanticModel::collect_module_constants(TSNode root) {

@@ -76,8 +76,9 @@ struct FunctionInfo {
   ValueKind return_kind = ValueKind::Unknown;
   // Kinds of the positional arguments at each call site in this file (params inferred from them).
   std::vector<std::vector<ValueKind>> call_site_args;
-  // Every named node of the body in source order, nested definitions and lambdas left out: the passes
-  // over a function read this list instead of walking the tree again.
+  // The calls, assignments, augmented assignments, for statements and returns of the body in source
+  // order, nested definitions and lambdas left out: the passes over a function read this list
+  // instead of walking the tree again.
   std::vector<TSNode> body_nodes;
 
   // What other functions see of this one, pass by pass of the fixpoint (for incremental updates):
