@@ -131,3 +131,48 @@ def test_typing_into_a_large_file(tmp_path):
     whole = [line for line in analysed if "(whole file)" in line]
     assert len(incremental) >= 10, analysed[-5:]
     assert len(whole) <= 2, whole  # the open, at most one more
+
+
+def test_pull_clients_are_asked_to_refresh_after_a_provisional_answer(tmp_path):
+    text = big_module(500)
+    path = tmp_path / "model.py"
+    path.write_text(text)
+    uri = path.as_uri()
+    log = tmp_path / "server.log"
+    client = LspClient([BIN, "server", "--log-level", "debug", "--log-file", str(log)], cwd=tmp_path)
+    client.request("initialize", {
+        "processId": os.getpid(), "rootUri": tmp_path.as_uri(),
+        "capabilities": {"textDocument": {"diagnostic": {}}, "workspace": {"diagnostics": {"refreshSupport": True}}},
+        "initializationOptions": {"debounce": 0}})
+    client.notify("initialized", {})
+    client.notify("textDocument/didOpen", {"textDocument": {"uri": uri, "languageId": "python", "version": 1,
+                                                            "text": text}})
+    first = client.request("textDocument/diagnostic", {"textDocument": {"uri": uri}})
+    assert first["kind"] == "full" and first["items"]
+
+    lines = text.split("\n")
+    anchor = [i for i, line in enumerate(lines) if line == "        z = y * 2"][250]
+    column = len(lines[anchor])
+    version = 1
+
+    def change(line, character, new_text):
+        nonlocal version
+        version += 1
+        client.notify("textDocument/didChange", {
+            "textDocument": {"uri": uri, "version": version},
+            "contentChanges": [{"range": {"start": {"line": line, "character": character},
+                                          "end": {"line": line, "character": character}}, "text": new_text}]})
+        client.request("textDocument/diagnostic", {"textDocument": {"uri": uri}})
+
+    change(anchor, column, "\n        ")
+    for i, ch in enumerate("w = y + 1; print(y.mean(), x.sum("):
+        change(anchor + 1, 8 + i, ch)
+    time.sleep(1.0)
+    client.request("textDocument/diagnostic", {"textDocument": {"uri": uri}})  # lets queued requests through
+    assert client.close() == 0
+    provisional = [line for line in log.read_text().splitlines() if "(provisional:" in line]
+    refreshes = [m for m in client.server_requests if m["method"] == "workspace/diagnostic/refresh"]
+    if provisional:
+        assert refreshes, "a provisional answer was given but pull clients were not asked to refresh"
+    else:
+        pytest.skip("every reparse finished within its budget on this machine")

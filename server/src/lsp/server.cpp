@@ -1093,6 +1093,10 @@ struct Server::Impl {
     document->latest = result;
     update_workspace_calls(*document, *result);
     if (document->publish_pending || result->completes_provisional) publish(*document);
+    if (result->completes_provisional && pull_mode && refresh_support) {
+      // Pull clients got the provisional findings: the real ones are ready.
+      send_request("workspace/diagnostic/refresh", nullptr, [](const Message&) {});
+    }
     auto waiters = std::move(document->waiters);
     document->waiters.clear();
     for (auto& waiter : waiters) waiter(*result);
