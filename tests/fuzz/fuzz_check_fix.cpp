@@ -5,7 +5,10 @@
 //   * no crash, no sanitizer report, no exception escapes the engine;
 //   * every attached fix has edits inside the text that apply_edits accepts;
 //   * when the input parses without errors, the fixed text parses without errors too;
-//   * fix_all on the fixed text changes nothing (the fix loop reached its fixpoint: idempotence).
+//   * fix_all on the fixed text changes nothing (the fix loop reached its fixpoint: idempotence);
+//   * the language server's incremental analysis of an edit (a slice of the input inserted, then
+//     removed again, at a place the input's first bytes choose) gives the whole-file analysis's findings,
+//     unless it held the last findings because the edit broke the syntax.
 // With GRAPHMEND_FUZZ_EACH_FIX=1 in the environment, also: every fix offered on a file that parses, applied
 // alone, gives a file that parses (fix_all drops a whole pass when one fix breaks the file, so a broken
 // fix silently costs every other fix of that pass).
@@ -14,7 +17,9 @@
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
+#include <algorithm>
 #include <string>
+#include <vector>
 
 #include "graphmend/analysis/analyzer.h"
 #include "graphmend/analysis/document.h"
@@ -76,6 +81,43 @@ void check_fix_all(const std::string& input, bool parsed_clean, const Config& co
          std::string(mode) + "\n-- after one fix_all:\n" + first.text + "\n-- after two:\n" + second.text);
 }
 
+std::string describe(const std::vector<Finding>& findings) {
+  std::string out;
+  for (const Finding& f : findings) {
+    out += std::string(f.rule->code) + " " + std::to_string(f.range.start) + "-" + std::to_string(f.range.end) + " " +
+           f.message + "\n";
+    for (const auto& r : f.related) out += "  " + std::to_string(r.range.start) + "-" + std::to_string(r.range.end) + "\n";
+  }
+  return out;
+}
+
+void check_incremental(const std::string& input, const Config& config) {
+  if (input.size() < 4) return;
+  const auto at = static_cast<uint32_t>((static_cast<unsigned char>(input[0]) << 8 | static_cast<unsigned char>(input[1])) %
+                                        input.size());
+  const auto length = std::min<uint32_t>(static_cast<unsigned char>(input[2]) % 24 + 1,
+                                         static_cast<uint32_t>(input.size()) - at);
+  const std::string slice = input.substr(at, length);
+  std::string before = input;
+  before.erase(at, length);
+  Document document("fuzz.py", before);
+  IncrementalAnalyzer analyzer;
+  analyzer.run(document, config, 1);
+  auto compare = [&](const char* what) {
+    auto result = analyzer.run(document, config, 1);
+    if (result.held) return;
+    Document fresh("fuzz.py", document.text());
+    std::string expected = describe(analyze(fresh, config).findings), got = describe(result.analysis.findings);
+    if (expected != got)
+      fail("incremental analysis differs from the whole-file one", input,
+           std::string(what) + "\n-- text:\n" + document.text() + "\n-- whole file:\n" + expected + "-- incremental:\n" + got);
+  };
+  document.apply_edit({at, at}, slice);  // the input itself
+  compare("after inserting the slice");
+  document.apply_edit({at, at + length}, "");
+  compare("after removing it again");
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
@@ -91,6 +133,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     check_fixes(input, all);
     check_fix_all(input, parsed_clean, compiled, false);
     check_fix_all(input, parsed_clean, all, true);
+    check_incremental(input, compiled);
   } catch (const std::exception& ex) {
     fail("exception escaped the engine", input, ex.what());
   }
