@@ -86,13 +86,7 @@ SelectCheck check_select(const Document& doc, const SemanticModel& model, const 
   }
   if (out.shape_unproven.empty() && any_same && any_floating) {
     // e.g. `x / 2` against `x`: equal dtypes only when x is floating.
-    bool floating = false;
-    auto it = fn.assignments.find(base);
-    bool param = std::find(fn.params.begin(), fn.params.end(), base) != fn.params.end();
-    if (it != fn.assignments.end() && !param) {
-      floating = std::all_of(it->second.begin(), it->second.end(),
-                             [&](TSNode rhs) { return is_floating(doc, model, rhs, fn); });
-    }
+    const bool floating = local_is_floating(doc, model, base, fn);
     if (!floating) {
       out.shape_unproven = "`" + base + "` may be an integer tensor, and one branch gives a floating result: "
                     "torch.where would change the other branch's dtype";

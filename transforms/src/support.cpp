@@ -294,7 +294,23 @@ bool is_one_element(const Document& doc, const SemanticModel& model, TSNode expr
   return false;
 }
 
-bool is_floating(const Document& doc, const SemanticModel& model, TSNode expr, const FunctionInfo& fn, int depth) {
+bool local_is_floating(const Document& doc, const SemanticModel& model, const std::string& name, const FunctionInfo& fn,
+                       int depth, std::vector<std::string>* assumed) {
+  if (std::find(fn.params.begin(), fn.params.end(), name) != fn.params.end()) return false;
+  auto it = fn.assignments.find(name);
+  if (it == fn.assignments.end() || it->second.empty()) return false;
+  std::vector<std::string> own;
+  if (!assumed) assumed = &own;
+  if (std::find(assumed->begin(), assumed->end(), name) != assumed->end()) return true;
+  assumed->push_back(name);
+  const bool all = std::all_of(it->second.begin(), it->second.end(),
+                               [&](TSNode rhs) { return is_floating(doc, model, rhs, fn, depth + 1, assumed); });
+  assumed->pop_back();
+  return all;
+}
+
+bool is_floating(const Document& doc, const SemanticModel& model, TSNode expr, const FunctionInfo& fn, int depth,
+                 std::vector<std::string>* assumed) {
   expr = unparenthesize(expr);
   if (ts_node_is_null(expr) || depth > 6) return false;
   auto t = type_of(expr);
@@ -302,10 +318,15 @@ bool is_floating(const Document& doc, const SemanticModel& model, TSNode expr, c
   if (t == "binary_operator") {
     std::string op = text(doc, field(expr, "operator"));
     if (op == "/") return true;
-    return is_floating(doc, model, field(expr, "left"), fn, depth + 1) ||
-           is_floating(doc, model, field(expr, "right"), fn, depth + 1);
+    return is_floating(doc, model, field(expr, "left"), fn, depth + 1, assumed) ||
+           is_floating(doc, model, field(expr, "right"), fn, depth + 1, assumed);
   }
-  if (t == "unary_operator") return is_floating(doc, model, field(expr, "argument"), fn, depth + 1);
+  if (t == "unary_operator") return is_floating(doc, model, field(expr, "argument"), fn, depth + 1, assumed);
+  if (t == "conditional_expression" && ts_node_named_child_count(expr) >= 3) {
+    // Either alternative may be the value.
+    return is_floating(doc, model, ts_node_named_child(expr, 0), fn, depth + 1, assumed) &&
+           is_floating(doc, model, ts_node_named_child(expr, 2), fn, depth + 1, assumed);
+  }
   if (t == "call") {
     TSNode callee = callee_of(expr);
     std::string callee_text = text(doc, callee);
@@ -323,15 +344,10 @@ bool is_floating(const Document& doc, const SemanticModel& model, TSNode expr, c
         last == "norm" || last == "linear" || last == "layer_norm")
       return true;
     if (is_type(callee, "attribute") && one_of(std::string_view(last), kSameOps))
-      return is_floating(doc, model, field(callee, "object"), fn, depth + 1);
+      return is_floating(doc, model, field(callee, "object"), fn, depth + 1, assumed);
     return false;
   }
-  if (t == "identifier") {
-    auto it = fn.assignments.find(text(doc, expr));
-    if (it == fn.assignments.end() || it->second.empty()) return false;
-    return std::all_of(it->second.begin(), it->second.end(),
-                       [&](TSNode rhs) { return is_floating(doc, model, rhs, fn, depth + 1); });
-  }
+  if (t == "identifier") return local_is_floating(doc, model, text(doc, expr), fn, depth, assumed);
   if (t == "attribute" && text(doc, field(expr, "object")) == "self") {
     // nn.Parameter attributes are weights; buffers may be integer (counts, ids, masks).
     const FunctionInfo* top = &fn;

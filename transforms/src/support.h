@@ -49,7 +49,14 @@ struct ValueShape {
 };
 ValueShape shape_of(const Document& doc, const SemanticModel& model, TSNode expr, const FunctionInfo& fn);
 // The variable provably holds a floating-point tensor (module outputs, float factories, divisions...).
-bool is_floating(const Document& doc, const SemanticModel& model, TSNode expr, const FunctionInfo& fn, int depth = 0);
+// `assumed`: locals taken to be floating while their own assignments are checked (a value that feeds
+// back into its variable, `out = out * 0.1`, keeps it floating when every other assignment does).
+bool is_floating(const Document& doc, const SemanticModel& model, TSNode expr, const FunctionInfo& fn, int depth = 0,
+                 std::vector<std::string>* assumed = nullptr);
+// Every assignment to local `name` gives a floating value (coinductively: reads of `name` itself in
+// them count as floating). False for parameters: their first value comes from the caller.
+bool local_is_floating(const Document& doc, const SemanticModel& model, const std::string& name, const FunctionInfo& fn,
+                       int depth = 0, std::vector<std::string>* assumed = nullptr);
 // An op that can produce inf/NaN (division by a tensor, log, sqrt, exp, pow...): under autograd the
 // untaken side of torch.where then turns gradients into NaN.
 std::string autograd_hazard(const Document& doc, TSNode expr);
