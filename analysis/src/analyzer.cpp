@@ -122,6 +122,24 @@ bool file_is_exempt(std::string_view text) {
   return false;
 }
 
+// Nothing is invented inside a region the parser could not read.
+bool in_error_range(const std::vector<ByteRange>& errors, ByteRange range) {
+  return std::any_of(errors.begin(), errors.end(), [&](const ByteRange& e) {
+    return e.overlaps(range) || (e.start <= range.start && range.start <= e.end);
+  });
+}
+
+// Orders findings by position (then code) and drops duplicates.
+void sort_findings(std::vector<Finding>& findings) {
+  std::sort(findings.begin(), findings.end(), [](const Finding& a, const Finding& b) {
+    if (a.range.start != b.range.start) return a.range.start < b.range.start;
+    return a.rule->code < b.rule->code;
+  });
+  findings.erase(std::unique(findings.begin(), findings.end(),
+                             [](const Finding& a, const Finding& b) { return a.range == b.range && a.rule == b.rule; }),
+                 findings.end());
+}
+
 // Runs the rules over `functions` (compiled, not disabled) and keeps what config, noqa comments and
 // parse errors let through, sorted by position.
 std::vector<Finding> run_rules(const Document& document, const Config& config, const SemanticModel& model,
@@ -137,11 +155,7 @@ std::vector<Finding> run_rules(const Document& document, const Config& config, c
   std::vector<Finding> out;
   std::vector<ByteRange> errors = document.error_ranges();
   for (Finding& f : ctx.take()) {
-    // Nothing is invented inside a region the parser could not read.
-    bool in_error = std::any_of(errors.begin(), errors.end(), [&](const ByteRange& e) {
-      return e.overlaps(f.range) || (e.start <= f.range.start && f.range.start <= e.end);
-    });
-    if (in_error) continue;
+    if (in_error_range(errors, f.range)) continue;
     if (!config.enabled(f.rule->code, document.path())) continue;
     uint32_t line = document.lines().line_of(f.range.start);
     std::string_view line_text = std::string_view(document.text()).substr(
@@ -153,15 +167,24 @@ std::vector<Finding> run_rules(const Document& document, const Config& config, c
   return out;
 }
 
-// Moves a finding (its range, related places and fix) past an edit that replaced `old_region` and
-// changed the size by `delta`; false when any of them reaches into the edit.
-bool shift_outside(Finding& finding, ByteRange old_region, int64_t delta) {
+// The whole-file analysis with `model` (already built for `document`).
+Analysis analyze_whole(const Document& document, const Config& config, std::shared_ptr<SemanticModel> model,
+                       bool exempt) {
+  Analysis result{model, {}};
+  if (exempt) return result;
+  std::vector<const FunctionInfo*> functions;
+  for (const auto& fn : model->functions()) functions.push_back(fn.get());
+  result.findings = run_rules(document, config, *model, functions);
+  return result;
+}
+
+// Moves a finding (its range, related places and fix) past `changes`; false when any of them reaches
+// into the changed region.
+bool shift_outside(Finding& finding, const Document::Changes& changes) {
+  const ByteRange old_region = changes.old_region();
   auto shift = [&](ByteRange& r) {
     if (r.end >= old_region.start && r.start <= old_region.end) return false;
-    if (r.start >= old_region.end) {
-      r.start = static_cast<uint32_t>(r.start + delta);
-      r.end = static_cast<uint32_t>(r.end + delta);
-    }
+    r = {changes.moved(r.start), changes.moved(r.end)};
     return true;
   };
   bool ok = shift(finding.range);
@@ -174,50 +197,26 @@ bool shift_outside(Finding& finding, ByteRange old_region, int64_t delta) {
 
 }  // namespace
 
-void sort_findings(std::vector<Finding>& findings) {
-  std::sort(findings.begin(), findings.end(), [](const Finding& a, const Finding& b) {
-    if (a.range.start != b.range.start) return a.range.start < b.range.start;
-    return a.rule->code < b.rule->code;
-  });
-  findings.erase(std::unique(findings.begin(), findings.end(),
-                             [](const Finding& a, const Finding& b) { return a.range == b.range && a.rule == b.rule; }),
-                 findings.end());
-}
-
 Analysis analyze(const Document& document, const Config& config) {
-  Analysis result;
   auto model = std::make_shared<SemanticModel>(document, config.scope, config.traced_from_workspace);
-  result.model = model;
-  if (file_is_exempt(document.text())) return result;
-  std::vector<const FunctionInfo*> functions;
-  for (const auto& fn : model->functions()) functions.push_back(fn.get());
-  result.findings = run_rules(document, config, *model, functions);
-  return result;
+  return analyze_whole(document, config, model, file_is_exempt(document.text()));
 }
 
 IncrementalAnalyzer::Result IncrementalAnalyzer::run(Document& document, const Config& config, uint64_t generation,
                                                      const Finish& finish) {
   const bool exempt = file_is_exempt(document.text());
+  const bool reusable = model_ && document_ == &document && generation_ == generation && exempt == exempt_ && !exempt;
   if (document.parse_pending()) {
     // The reparse ran out of its budget (error recovery): the last analysis, moved through the edits,
     // stands in until the parse is finished and the document analysed again.
-    if (model_ && document_ == &document && generation_ == generation && exempt == exempt_ && !exempt) {
-      if (auto edits = document.text_changes_since_base()) {
-        const ByteRange old_region{edits->region.start,
-                                   static_cast<uint32_t>(static_cast<int64_t>(edits->region.end) - edits->delta)};
-        std::vector<Finding> carried;
-        for (const Finding& f : findings_) {
-          Finding moved = f;
-          if (shift_outside(moved, old_region, edits->delta)) carried.push_back(std::move(moved));
-        }
-        return Result{{model_, std::move(carried)}, ByteRange{}, true, true};
-      }
+    if (auto edits = document.text_changes_since_base(); reusable && edits) {
+      return Result{{model_, carried(*edits, {})}, ByteRange{}, true, true};
     }
     document.finish_parse();
   }
   // Changes since the text the model describes (the document's base; several edits when held).
   std::optional<Document::Changes> changes = document.changes_since_base();
-  if (model_ && document_ == &document && generation_ == generation && changes && exempt == exempt_ && !exempt) {
+  if (reusable && changes) {
     if (changes->unchanged) return {{model_, findings_}, ByteRange{}, false, false};
     if (auto updated = update(document, config, *changes, finish)) {
       document.rebase();
@@ -235,15 +234,20 @@ IncrementalAnalyzer::Result IncrementalAnalyzer::run(Document& document, const C
   document_ = &document;
   generation_ = generation;
   exempt_ = exempt;
-  Analysis analysis{model_, {}};
-  if (!exempt) {
-    std::vector<const FunctionInfo*> functions;
-    for (const auto& fn : model_->functions()) functions.push_back(fn.get());
-    analysis.findings = run_rules(document, config, *model_, functions);
-  }
+  Analysis analysis = analyze_whole(document, config, model_, exempt);
   if (finish) finish(document, analysis);
   findings_ = analysis.findings;
   return {std::move(analysis), std::nullopt, false, false};
+}
+
+std::vector<Finding> IncrementalAnalyzer::carried(const Document::Changes& changes,
+                                                  const std::vector<ByteRange>& errors) const {
+  std::vector<Finding> out;
+  for (const Finding& f : findings_) {
+    Finding moved = f;
+    if (shift_outside(moved, changes) && !in_error_range(errors, moved.range)) out.push_back(std::move(moved));
+  }
+  return out;
 }
 
 std::optional<IncrementalAnalyzer::Result> IncrementalAnalyzer::hold(const Document& document,
@@ -256,51 +260,32 @@ std::optional<IncrementalAnalyzer::Result> IncrementalAnalyzer::hold(const Docum
     return e.start <= region.end && region.start <= e.end;
   });
   if (!broken_here) return std::nullopt;
-  const ByteRange old_region{region.start, static_cast<uint32_t>(static_cast<int64_t>(region.end) - changes.delta)};
-  std::vector<Finding> carried;
-  for (const Finding& f : findings_) {
-    Finding moved = f;
-    if (!shift_outside(moved, old_region, changes.delta)) continue;  // in the edited part: dropped
-    bool in_error = std::any_of(errors.begin(), errors.end(), [&](const ByteRange& e) {
-      return e.overlaps(moved.range) || (e.start <= moved.range.start && moved.range.start <= e.end);
-    });
-    if (!in_error) carried.push_back(std::move(moved));
-  }
-  return Result{{model_, std::move(carried)}, ByteRange{}, true, false};
+  return Result{{model_, carried(changes, errors)}, ByteRange{}, true, false};
 }
 
 std::optional<IncrementalAnalyzer::Result> IncrementalAnalyzer::update(const Document& document, const Config& config,
                                                                        const Document::Changes& changes,
                                                                        const Finish& finish) {
-  const ByteRange region = changes.region;
-  const int64_t delta = changes.delta;
-  const ByteRange old_region{region.start, static_cast<uint32_t>(static_cast<int64_t>(region.end) - delta)};
-
   // Where the edited function was before the edit: its findings are replaced, the others carried.
-  ByteRange old_function{};
-  for (const auto& f : model_->functions()) {
-    if (f->body_range.start <= old_region.start && old_region.end < f->body_range.end &&
-        (old_function.end == 0 || ByteRange{old_function}.contains(f->range)))
-      old_function = f->range;
-  }
-  if (old_function.end == 0) return std::nullopt;
-  std::vector<Finding> carried;
+  const FunctionInfo* edited = model_->function_holding(changes.old_region());
+  if (!edited) return std::nullopt;
+  const ByteRange old_function = edited->range;
+  std::vector<Finding> kept;
   for (const Finding& f : findings_) {
     if (old_function.contains(f.range)) continue;
     Finding moved = f;
-    if (!shift_outside(moved, old_region, delta)) return std::nullopt;
-    carried.push_back(std::move(moved));
+    if (!shift_outside(moved, changes)) return std::nullopt;
+    kept.push_back(std::move(moved));
   }
 
-  const FunctionInfo* function = model_->update_after_edit({region, delta});
+  const FunctionInfo* function = model_->update_after_edit(changes);
   if (!function) return std::nullopt;
   Analysis fresh{model_, run_rules(document, config, *model_, {function})};
   if (finish) finish(document, fresh);
-  ByteRange reanalysed = function->range;
-  findings_ = std::move(carried);
+  findings_ = std::move(kept);
   for (Finding& f : fresh.findings) findings_.push_back(std::move(f));
   sort_findings(findings_);
-  return Result{{model_, findings_}, reanalysed, false, false};
+  return Result{{model_, findings_}, function->range, false, false};
 }
 
 void IncrementalAnalyzer::reset() {

@@ -42,7 +42,8 @@ ByteRange node_range(TSNode node) { return {ts_node_start_byte(node), ts_node_en
 Document::Document(std::string path, std::string text) : path_(std::move(path)), text_(std::move(text)) {
   parser_ = ts_parser_new();
   ts_parser_set_language(parser_, tree_sitter_python());
-  reparse(nullptr);
+  lines_ = LineIndex(text_);
+  parse(std::chrono::microseconds{0});
 }
 
 Document::~Document() {
@@ -117,7 +118,7 @@ bool Document::parse(std::chrono::microseconds budget) {
   ts_parser_set_timeout_micros(parser_, 0);
   parse_pending_ = fresh == nullptr;  // halted by the budget: resumed by finish_parse()
   if (fresh) {
-    ts_tree_delete(tree_);
+    if (tree_) ts_tree_delete(tree_);
     tree_ = fresh;
   }
   return fresh != nullptr;
@@ -165,23 +166,15 @@ Document::Changes Document::combine(const Changes& earlier, const Changes& later
   return out;
 }
 
-
-
 void Document::replace_text(std::string text) {
   text_ = std::move(text);
   if (parse_pending_) ts_parser_reset(parser_);
-  parse_pending_ = false;
   if (base_) ts_tree_delete(base_);
   base_ = nullptr;
-  TSTree* old = tree_;
-  tree_ = nullptr;
-  reparse(nullptr);
-  if (old) ts_tree_delete(old);
-}
-
-void Document::reparse(TSTree* old_tree) {
+  if (tree_) ts_tree_delete(tree_);
+  tree_ = nullptr;  // parsed from scratch
   lines_ = LineIndex(text_);
-  tree_ = ts_parser_parse_string(parser_, old_tree, text_.data(), static_cast<uint32_t>(text_.size()));
+  parse(std::chrono::microseconds{0});
 }
 
 bool Document::has_syntax_errors() const { return ts_node_has_error(root()); }

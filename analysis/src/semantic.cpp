@@ -226,30 +226,22 @@ void SemanticModel::collect_imports(TSNode root) {
   // may be torch.compile(fn), resolved once the imports are known.
   std::vector<TSNode> imports;
   compile_calls_.clear();
-  TSTreeCursor cursor = ts_tree_cursor_new(root);
-  for (;;) {
-    TSNode node = ts_tree_cursor_current_node(&cursor);
+  walk_preorder(root, [&](TSNode node) {
     auto t = type_of(node);
     if (t == "import_statement" || t == "import_from_statement") {
       imports.push_back(node);
       import_starts_.push_back(ts_node_start_byte(node));
-    } else if (t == "call") {
+      return Walk::Skip;
+    }
+    if (t == "call") {
       std::string_view callee = document_.node_text(field(node, "function"));
       if (callee.ends_with("compile")) {
         compile_calls_.push_back(node);
         compile_call_starts_.push_back(ts_node_start_byte(node));
       }
     }
-    bool leaf = t == "import_statement" || t == "import_from_statement" || t == "string" || t == "comment";
-    if (!leaf && ts_tree_cursor_goto_first_child(&cursor)) continue;
-    while (!ts_tree_cursor_goto_next_sibling(&cursor)) {
-      if (!ts_tree_cursor_goto_parent(&cursor)) {
-        ts_tree_cursor_delete(&cursor);
-        goto done;
-      }
-    }
-  }
-done:
+    return t == "string" || t == "comment" ? Walk::Skip : Walk::Descend;
+  });
   for (TSNode node : imports) {
     if (is_type(node, "import_statement")) {
       for (TSNode name : named_children(node)) {
@@ -352,36 +344,22 @@ void SemanticModel::collect_definitions(TSNode node, ClassInfo* owner, FunctionI
 }
 
 void SemanticModel::read_function(FunctionInfo& fn, TSNode definition) {
+  const TSNode body = field(definition, "body");
   fn.node = definition;
   fn.range = node_range(definition);
-  fn.body_range = node_range(field(definition, "body"));
+  fn.body_range = node_range(body);
   fn.body_nodes.clear();
-  // One cursor pass, no allocation per node: the passes over a function read only these nodes.
-  TSNode body = field(definition, "body");
   if (ts_node_is_null(body)) return;
-  TSTreeCursor cursor = ts_tree_cursor_new(body);
-  if (ts_tree_cursor_goto_first_child(&cursor)) {
-    for (;;) {
-      TSNode node = ts_tree_cursor_current_node(&cursor);
-      auto t = type_of(node);
-      const bool nested = t == "function_definition" || t == "class_definition" || t == "decorated_definition" ||
-                          t == "lambda";
-      if (!nested && ts_node_is_named(node) &&
-          (t == "call" || t == "assignment" || t == "augmented_assignment" || t == "for_statement" ||
-           t == "return_statement"))
-        fn.body_nodes.push_back(node);
-      if (!nested && ts_tree_cursor_goto_first_child(&cursor)) continue;
-      bool done = false;
-      while (!ts_tree_cursor_goto_next_sibling(&cursor)) {
-        if (!ts_tree_cursor_goto_parent(&cursor) || ts_node_eq(ts_tree_cursor_current_node(&cursor), body)) {
-          done = true;
-          break;
-        }
-      }
-      if (done) break;
-    }
-  }
-  ts_tree_cursor_delete(&cursor);
+  // One cursor pass, no allocation per node: the passes over a function read only these nodes.
+  walk_preorder(body, [&](TSNode node) {
+    auto t = type_of(node);
+    if (t == "function_definition" || t == "class_definition" || t == "decorated_definition" || t == "lambda")
+      return Walk::Skip;
+    if (ts_node_is_named(node) && (t == "call" || t == "assignment" || t == "augmented_assignment" ||
+                                   t == "for_statement" || t == "return_statement"))
+      fn.body_nodes.push_back(node);
+    return Walk::Descend;
+  });
 }
 
 void SemanticModel::collect_module_constants(TSNode root) {

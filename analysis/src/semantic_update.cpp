@@ -30,31 +30,14 @@ TSNode definition_at(TSNode root, uint32_t start) {
 // see, so the model is built afresh.
 bool has_module_effects(const Document& document, TSNode body) {
   bool found = false;
-  TSTreeCursor cursor = ts_tree_cursor_new(body);
-  for (;;) {
-    TSNode node = ts_tree_cursor_current_node(&cursor);
+  walk_preorder(body, [&](TSNode node) {
     auto t = type_of(node);
-    if (t == "function_definition" || t == "class_definition" || t == "import_statement" ||
-        t == "import_from_statement" || t == "future_import_statement") {
-      found = true;
-      break;
-    }
-    if (t == "call" && document.node_text(field(node, "function")).ends_with("compile")) {
-      found = true;
-      break;
-    }
-    bool leaf = t == "string" || t == "comment";
-    if (!leaf && ts_tree_cursor_goto_first_child(&cursor)) continue;
-    bool done = false;
-    while (!ts_tree_cursor_goto_next_sibling(&cursor)) {
-      if (!ts_tree_cursor_goto_parent(&cursor)) {
-        done = true;
-        break;
-      }
-    }
-    if (done) break;
-  }
-  ts_tree_cursor_delete(&cursor);
+    found = t == "function_definition" || t == "class_definition" || t == "import_statement" ||
+            t == "import_from_statement" || t == "future_import_statement" ||
+            (t == "call" && document.node_text(field(node, "function")).ends_with("compile"));
+    if (found) return Walk::Stop;
+    return t == "string" || t == "comment" ? Walk::Skip : Walk::Descend;
+  });
   return found;
 }
 
@@ -65,19 +48,26 @@ bool any_within(const std::vector<uint32_t>& sorted_starts, ByteRange range) {
 
 }  // namespace
 
-const FunctionInfo* SemanticModel::update_after_edit(const EditSummary& edit) {
+const FunctionInfo* SemanticModel::function_holding(ByteRange range) const {
+  const FunctionInfo* holder = nullptr;
+  for (const auto& f : functions_) {
+    if (f->body_range.start <= range.start && range.end < f->body_range.end &&
+        (!holder || holder->range.contains(f->range)))
+      holder = f.get();
+  }
+  return holder;
+}
+
+const FunctionInfo* SemanticModel::update_after_edit(const Document::Changes& edit) {
   const ByteRange region = edit.region;  // in the new text
-  const ByteRange old_region{region.start, static_cast<uint32_t>(static_cast<int64_t>(region.end) - edit.delta)};
+  const ByteRange old_region = edit.old_region();
   if (old_region.end < old_region.start) return nullptr;
 
   // The innermost function whose body holds the whole edit, in the old text.
-  FunctionInfo* target = nullptr;
-  for (auto& f : functions_) {
-    if (f->body_range.start <= old_region.start && old_region.end < f->body_range.end &&
-        (!target || target->range.contains(f->range)))
-      target = f.get();
-  }
-  if (!target || target->parent || nested_.count(target)) return nullptr;
+  const FunctionInfo* holder = function_holding(old_region);
+  if (!holder) return nullptr;
+  FunctionInfo* target = functions_[holder->index].get();
+  if (target->parent || nested_.count(target)) return nullptr;
   if (any_within(import_starts_, target->range) || any_within(compile_call_starts_, target->range)) return nullptr;
 
   // The same definition in the new tree: same start, end moved by the edit, the
@@ -153,12 +143,9 @@ const FunctionInfo* SemanticModel::update_after_edit(const EditSummary& edit) {
   // Everything after the edit moved by delta. The other functions keep their
   // facts; their nodes belonged to the old tree and are dropped (nothing reads
   // them after construction).
-  auto shift = [&](uint32_t pos) {
-    return pos >= old_region.end ? static_cast<uint32_t>(static_cast<int64_t>(pos) + edit.delta) : pos;
-  };
   auto shift_range = [&](ByteRange& r) {
-    r.start = shift(r.start);
-    r.end = shift(r.end);
+    r.start = edit.moved(r.start);
+    r.end = edit.moved(r.end);
   };
   function_by_start_.clear();
   for (auto& f : functions_) {
@@ -174,8 +161,8 @@ const FunctionInfo* SemanticModel::update_after_edit(const EditSummary& edit) {
   }
   for (auto& c : classes_) c->node = TSNode{};
   compile_calls_.clear();
-  for (uint32_t& start : import_starts_) start = shift(start);
-  for (uint32_t& start : compile_call_starts_) start = shift(start);
+  for (uint32_t& start : import_starts_) start = edit.moved(start);
+  for (uint32_t& start : compile_call_starts_) start = edit.moved(start);
   return target;
 }
 

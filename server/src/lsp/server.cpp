@@ -995,7 +995,6 @@ struct Server::Impl {
       return;
     }
     const auto start = Clock::now();
-    bool provisional = false;
     try {
       if (!worker->document) {
         // Released while idle (or never parsed): parse the current text from scratch.
@@ -1015,7 +1014,6 @@ struct Server::Impl {
       result->findings = std::move(run.analysis.findings);
       result->incremental = run.reanalysed.has_value();
       result->held = run.held;
-      provisional = run.provisional;
       result->provisional = run.provisional;
       result->reparse_time = std::exchange(worker->reparse_time, Clock::duration{});
     } catch (const std::exception& error) {
@@ -1023,13 +1021,13 @@ struct Server::Impl {
       result->findings.clear();
       result->error = error.what();
     }
-    if (!provisional && !job.keep->load()) worker->release();
+    if (!result->provisional && !job.keep->load()) worker->release();
     for (const Finding& finding : result->findings) {
       result->diagnostics.push_back(to_diagnostic(finding, result->snapshot->lines, job.encoding, uri, result->version));
     }
     result->elapsed = Clock::now() - start;
     asio::post(io, [this, uri, result] { on_analysis_done(uri, result); });
-    if (provisional) {
+    if (result->provisional) {
       // The reparse ran out of its budget: these were the last findings moved through the edit. Once the
       // user pauses, finish the parse and analyse the same version again; that result is published too.
       // (Finishing at once would make the next keystroke wait for it.)

@@ -22,9 +22,6 @@ struct Analysis {
 // Pure function of the document text and config: safe to call from any thread on distinct documents.
 Analysis analyze(const Document& document, const Config& config);
 
-// Orders findings by position (then code) and drops duplicates.
-void sort_findings(std::vector<Finding>& findings);
-
 // Analyses one Document again and again as it is edited (the language server's loop), re-reading only
 // the edited function when an edit stays inside one function body and changes nothing other functions
 // see; otherwise it analyses afresh. Its results equal `analyze`'s (tests/unit/incremental_test.cpp
@@ -58,6 +55,8 @@ class IncrementalAnalyzer {
   std::optional<Result> update(const Document& document, const Config& config, const Document::Changes& changes,
                                const Finish& finish);
   std::optional<Result> hold(const Document& document, const Document::Changes& changes);
+  // The last findings moved through `changes`, less those reaching into them or into `errors`.
+  std::vector<Finding> carried(const Document::Changes& changes, const std::vector<ByteRange>& errors) const;
 
   std::shared_ptr<SemanticModel> model_;
   std::vector<Finding> findings_;

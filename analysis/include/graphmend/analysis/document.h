@@ -48,6 +48,14 @@ class Document {
     bool unchanged = true;
     ByteRange region;
     int64_t delta = 0;
+    // The same region in the text before the changes.
+    ByteRange old_region() const {
+      return {region.start, static_cast<uint32_t>(static_cast<int64_t>(region.end) - delta)};
+    }
+    // Where a position of the text before the changes, outside them, is now.
+    uint32_t moved(uint32_t old_pos) const {
+      return old_pos >= old_region().end ? static_cast<uint32_t>(static_cast<int64_t>(old_pos) + delta) : old_pos;
+    }
   };
   std::optional<Changes> changes_since_base() const;
   // The edits alone (no tree needed); nullopt when unknown.
@@ -55,8 +63,6 @@ class Document {
     return base_ ? std::optional<Changes>(edits_since_base_) : std::nullopt;
   }
   void rebase();
-  // `earlier` followed by `later` as one change of the text before `earlier`.
-  static Changes combine(const Changes& earlier, const Changes& later);
 
   bool has_syntax_errors() const;
   // Ranges of ERROR and MISSING nodes: analysis reports nothing inside them.
@@ -65,8 +71,9 @@ class Document {
   std::string_view node_text(TSNode node) const;
 
  private:
-  void reparse(TSTree* old_tree);
   bool parse(std::chrono::microseconds budget);
+  // `earlier` followed by `later` as one change of the text before `earlier`.
+  static Changes combine(const Changes& earlier, const Changes& later);
 
   std::string path_;
   std::string text_;

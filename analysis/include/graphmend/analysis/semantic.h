@@ -91,13 +91,6 @@ struct FunctionInfo {
   std::vector<std::pair<std::string, std::string>> imported_calls;  // see imported_calls_from_traced_code
 };
 
-// Where an edit landed, in the edited text's bytes: outside `region` text and tree are unchanged, and
-// shifted by `delta` bytes after it.
-struct EditSummary {
-  ByteRange region;
-  int64_t delta = 0;
-};
-
 // Transparent hashing, so maps keyed by std::string can be searched with a string_view.
 struct StringHash {
   using is_transparent = void;
@@ -120,7 +113,9 @@ class SemanticModel {
   // functions see of it (its return kind, the arguments it passes, the callees it reaches, the
   // attributes it sets) is the same in every pass. Returns the re-read function, or nullptr when the
   // model must be built afresh (it is then unusable).
-  const FunctionInfo* update_after_edit(const EditSummary& edit);
+  const FunctionInfo* update_after_edit(const Document::Changes& edit);
+  // The innermost function whose body strictly holds `range` (of the text the model describes).
+  const FunctionInfo* function_holding(ByteRange range) const;
 
   // `t.nn.functional.pad` -> "torch.nn.functional.pad" through the file's imports; nullopt if not an import.
   std::optional<std::string> qualified_name(TSNode expr) const;
@@ -200,6 +195,26 @@ TSNode field(TSNode node, const char* name);
 std::string_view type_of(TSNode node);
 bool is_type(TSNode node, std::string_view type);
 TSNode unparenthesize(TSNode node);
+// Pre-order walk of `root` and everything under it with one tree cursor (no allocation per node).
+// `visit(node)` says whether to look inside the node, skip its subtree, or end the walk.
+enum class Walk { Descend, Skip, Stop };
+template <class Visit>
+void walk_preorder(TSNode root, Visit&& visit) {
+  TSTreeCursor cursor = ts_tree_cursor_new(root);
+  for (bool more = true; more;) {
+    const Walk next = visit(ts_tree_cursor_current_node(&cursor));
+    if (next == Walk::Stop) break;
+    if (next == Walk::Descend && ts_tree_cursor_goto_first_child(&cursor)) continue;
+    // The next sibling, else the nearest ancestor's (the cursor never leaves `root`).
+    while (!ts_tree_cursor_goto_next_sibling(&cursor)) {
+      if (!ts_tree_cursor_goto_parent(&cursor)) {
+        more = false;
+        break;
+      }
+    }
+  }
+  ts_tree_cursor_delete(&cursor);
+}
 // Named children in order, read with a tree cursor: ts_node_named_child(i) rescans from the first child,
 // which makes index loops quadratic on long blocks.
 std::vector<TSNode> named_children(TSNode node);
