@@ -66,6 +66,20 @@ def _loss_of(out):
     return None
 
 
+def _step(model, compiled, inputs, train):
+    """One call of `compiled`; in train mode with the backward pass and the gradients cleared after."""
+    import torch
+
+    if train:
+        loss = _loss_of(compiled(**inputs))
+        if loss is not None:
+            loss.backward()
+        model.zero_grad(set_to_none=True)
+    else:
+        with torch.no_grad():
+            compiled(**inputs)
+
+
 class Recorder:
     """Hooks Dynamo's graph-break logging and line tracking for the duration of a run."""
 
@@ -259,15 +273,7 @@ def census(args) -> dict:
         t1 = time.time()
         try:
             _seed_all(1234)
-            if train:
-                out = compiled(**inputs)
-                loss = _loss_of(out)
-                if loss is not None:
-                    loss.backward()
-                model.zero_grad(set_to_none=True)
-            else:
-                with torch.no_grad():
-                    out = compiled(**inputs)
+            _step(model, compiled, inputs, train)
             m["ok"] = True
         except Exception as e:
             m["ok"] = False
@@ -357,15 +363,7 @@ def timing(args) -> dict:
     compiled = torch.compile(model, backend="inductor")
 
     def step():
-        if train:
-            out = compiled(**inputs)
-            loss = _loss_of(out)
-            if loss is not None:
-                loss.backward()
-            model.zero_grad(set_to_none=True)
-        else:
-            with torch.no_grad():
-                compiled(**inputs)
+        _step(model, compiled, inputs, train)
 
     _seed_all(1234)
     t0 = time.perf_counter()
