@@ -1010,6 +1010,33 @@ std::optional<bool> SemanticModel::static_truth(TSNode condition, const Function
     if (t.starts_with("graphmend_then.shape == graphmend_else.shape") || t.starts_with("graphmend_cond.numel() == 1"))
       return true;
   }
+  // graphmend's trace-time checks in front of a select (`x.dtype != torch.bool`, `x.dim() >= 2`...): the
+  // test of an `if` that follows `graphmend_cond = ...` and falls back to `elif graphmend_cond:`, or of
+  // `torch.where(c, a, b) if <checks> else (a if c else b)`. Reports assume the checks pass.
+  if (TSNode p = ts_node_parent(condition); !ts_node_is_null(p)) {
+    if (is_type(p, "if_statement") && ts_node_eq(field(p, "condition"), condition)) {
+      TSNode prev = ts_node_prev_named_sibling(p);
+      bool after_cond = is_type(prev, "expression_statement") &&
+                        text_of(document_, prev).starts_with("graphmend_cond = ");
+      bool falls_back = false;
+      for (TSNode c : named_children(p)) {
+        if (is_type(c, "elif_clause") && text_of(document_, field(c, "condition")) == "graphmend_cond") falls_back = true;
+      }
+      if (after_cond && falls_back) return true;
+    }
+    if (is_type(p, "conditional_expression") && ts_node_named_child_count(p) == 3 &&
+        ts_node_eq(ts_node_named_child(p, 1), condition)) {
+      TSNode select = ts_node_named_child(p, 0);
+      TSNode original = unparenthesize(ts_node_named_child(p, 2));
+      if (is_type(select, "call") && text_of(document_, field(select, "function")).ends_with(".where") &&
+          is_type(original, "conditional_expression") && ts_node_named_child_count(original) == 3) {
+        std::vector<TSNode> args = named_children(field(select, "arguments"));
+        if (args.size() == 3 && text_of(document_, args[1]) == text_of(document_, ts_node_named_child(original, 0)) &&
+            text_of(document_, args[2]) == text_of(document_, ts_node_named_child(original, 2)))
+          return true;
+      }
+    }
+  }
   if (is_type(condition, "boolean_operator")) {
     auto l = static_truth(field(condition, "left"), function);
     auto r = static_truth(field(condition, "right"), function);

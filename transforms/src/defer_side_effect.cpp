@@ -48,7 +48,7 @@ std::string why_not_replayable(const Document& doc, const SemanticModel& model, 
       continue;
     }
     if (is_shape_int(doc, model, fn, a)) continue;
-    if (model.kind_of(a, fn) != ValueKind::Tensor || !why_impure(doc, model, a, fn).empty())
+    if (model.kind_of(a, fn) != ValueKind::Tensor || !why_effectful(doc, model, a, fn).empty())
       return "the argument `" + text(doc, a) + "` is not a tensor, constant or string Dynamo can replay";
   }
   // A tensor argument changed in place later in the function would print its later value.
@@ -156,6 +156,7 @@ TransformResult apply(const TransformContext& ctx) {
   if (!fn) return Refusal{"the call is not inside a function"};
   std::string code(ctx.finding.rule->code);
   TorchName torch = torch_name(doc, model);
+  if (auto why = why_torch_unusable(doc, model, fn, torch); !why.empty()) return Refusal{why};
   std::string eol(detect_line_ending(doc.text()));
   TSNode callee = field(call, "function");
   std::string callee_text = text(doc, callee);

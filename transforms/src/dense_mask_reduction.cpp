@@ -73,6 +73,7 @@ TransformResult apply(const TransformContext& ctx) {
   if (reduction == "mean" && !is_floating(doc, ctx.model, base, *fn))
     return Refusal{"`" + x + "` may be an integer tensor, whose masked mean raises in the original"};
   TorchName torch = torch_name(doc, ctx.model);
+  if (auto why = why_torch_unusable(doc, ctx.model, fn, torch); !why.empty()) return Refusal{why};
   std::string m = text(doc, mask);
   std::string dense = torch.name + ".where(" + m + ", " + x + ", 0).sum()";
   if (reduction == "mean") dense = "(" + dense + " / (" + m + ").sum())";

@@ -21,6 +21,18 @@ std::string as_bool(const Document& doc, TSNode test) {
   return (simple ? text(doc, t) : "(" + text(doc, t) + ")") + ".bool()";
 }
 
+// The tensor tests under `and`/`or`/`not` of `condition` (which become logical_* calls) are total.
+std::string why_tests_not_total(const Document& doc, const SemanticModel& model, TSNode condition,
+                                const FunctionInfo& fn, const std::vector<RaiseCondition>& facts) {
+  condition = unparenthesize(condition);
+  if (is_type(condition, "not_operator")) return why_tests_not_total(doc, model, field(condition, "argument"), fn, facts);
+  if (is_type(condition, "boolean_operator")) {
+    if (auto w = why_tests_not_total(doc, model, field(condition, "left"), fn, facts); !w.empty()) return w;
+    return why_tests_not_total(doc, model, field(condition, "right"), fn, facts);
+  }
+  return why_not_total(doc, model, condition, fn, facts);
+}
+
 }  // namespace
 
 std::string predicate_text(const Document& doc, const SemanticModel& model, TSNode condition, const FunctionInfo& fn,
@@ -36,8 +48,10 @@ std::string predicate_text(const Document& doc, const SemanticModel& model, TSNo
     if (l.empty()) return "";
     std::string r = predicate_text(doc, model, field(condition, "right"), fn, torch, why, numel_unproven);
     if (r.empty()) return "";
-    // `a and b` evaluates b only sometimes; logical_and always does: b must not raise or have effects.
-    if (auto w = why_impure(doc, model, field(condition, "right"), fn); !w.empty()) {
+    // `a and b` evaluates b only sometimes; logical_and always does: each test in b must not raise or
+    // have effects (beyond what evaluating `a` already established).
+    std::vector<RaiseCondition> facts = established_by(doc, model, field(condition, "left"), fn);
+    if (auto w = why_tests_not_total(doc, model, field(condition, "right"), fn, facts); !w.empty()) {
       why = w + " (the original evaluates it only when `" + text(doc, field(condition, "left")) + "` allows)";
       return "";
     }
@@ -61,15 +75,17 @@ std::string predicate_text(const Document& doc, const SemanticModel& model, TSNo
 }
 
 SelectCheck check_select(const Document& doc, const SemanticModel& model, const FunctionInfo& fn,
-                         const std::vector<TSNode>& values, TSNode statement) {
+                         const std::vector<TSNode>& values, TSNode statement,
+                         const std::vector<RaiseCondition>& established, bool keeps_old_value,
+                         const std::string& torch) {
   SelectCheck out;
+  Selectability sel = selectability(doc, model, fn, values, established, keeps_old_value);
+  out.refusal = sel.refusal;
+  if (!out.refusal.empty()) return out;
+  for (const RaiseCondition& c : sel.checks) out.prechecks.push_back(check_text(doc, c, torch));
   std::string base;
   bool any_same = false, any_floating = false;
   for (TSNode v : values) {
-    if (auto why = why_impure(doc, model, v, fn); !why.empty()) {
-      out.refusal = why;
-      return out;
-    }
     if (out.hazard.empty()) out.hazard = autograd_hazard(doc, v);
     if (!out.shape_unproven.empty()) continue;
     ValueShape s = shape_of(doc, model, v, fn);

@@ -20,10 +20,16 @@ struct SelectCheck {
   // Non-empty when the values are pure but their shapes/dtypes are not provably equal: a select is still
   // legal behind a trace-time check (`a.shape == b.shape and a.dtype == b.dtype`, static for Dynamo).
   std::string shape_unproven;
+  // Trace-time checks (`x.dtype != torch.bool`...) that must hold before the values may be evaluated: the
+  // fix tests them first and runs the original branch when one fails.
+  std::vector<std::string> prechecks;
 };
 // Values `a` and `b` (either may be a variable's previous value, given as an identifier node) may be
-// computed both and selected: pure, same shape, same dtype.
+// computed both and selected: pure, total (given what the test established, see why_not_selectable),
+// same shape, same dtype. `keeps_old_value`: on some path the original evaluates none of the values.
 SelectCheck check_select(const Document& doc, const SemanticModel& model, const FunctionInfo& fn,
-                         const std::vector<TSNode>& values, TSNode statement);
+                         const std::vector<TSNode>& values, TSNode statement,
+                         const std::vector<RaiseCondition>& established, bool keeps_old_value,
+                         const std::string& torch);
 
 }  // namespace graphmend::fixes

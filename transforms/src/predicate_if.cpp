@@ -68,34 +68,66 @@ struct Target {
 //         x = graphmend_then
 //     else:
 //         x = graphmend_else
+//
+// Checks that a value can be computed at all (`x.dtype != torch.bool` for `x - 1`, `x.dim() >= 2` for
+// `x[:, :1]`) come first, before either value is evaluated; the shape check is nested inside them:
+//     graphmend_cond = <test>
+//     if x.dtype != torch.bool:
+//         graphmend_then = a
+//         ...the block above...
+//     elif graphmend_cond:
+//         x = a
+//     else:
+//         x = b
 std::string guarded_select(std::vector<Target> targets, const std::string& predicate, bool check_numel,
-                           bool check_shapes, const std::string& torch, const std::string& indent,
-                           const std::string& eol) {
-  std::string inner = indent_step(indent);
+                           bool check_shapes, const std::vector<std::string>& prechecks, const std::string& torch,
+                           const std::string& indent, const std::string& eol) {
   std::string out = "graphmend_cond = " + predicate + eol + indent;
-  std::vector<std::string> checks;
-  if (check_numel) checks.push_back("graphmend_cond.numel() == 1");
-  if (check_shapes) {
-    // Only one target is ever shape-checked (the caller refuses several).
-    out += "graphmend_then = " + targets[0].then_text + eol + indent + "graphmend_else = " + targets[0].else_text +
-           eol + indent;
-    targets[0].then_text = "graphmend_then";
-    targets[0].else_text = "graphmend_else";
-    checks.push_back("graphmend_then.shape == graphmend_else.shape and graphmend_then.dtype == graphmend_else.dtype");
-  }
-  std::string test;
-  for (const auto& c : checks) test += (test.empty() ? "" : " and ") + c;
-  out += "if " + test + ":";
-  for (const auto& t : targets)
-    out += eol + inner + t.lhs + torch + ".where(graphmend_cond, " + t.then_text + ", " + t.else_text + ")";
-  out += eol + indent + "elif graphmend_cond:";
-  for (const auto& t : targets) out += eol + inner + t.lhs + t.then_text;
-  // An else that would only reassign each variable to itself is left out.
+  // The original branch, selected by the test: what runs when a check fails.
   bool keeps_all = std::all_of(targets.begin(), targets.end(),
                                [](const Target& t) { return t.lhs == t.else_text + " = "; });
-  if (keeps_all) return out;
-  out += eol + indent + "else:";
-  for (const auto& t : targets) out += eol + inner + t.lhs + t.else_text;
+  auto fallback = [&](const std::vector<Target>& ts, const std::string& at) {
+    std::string f = eol + at + "elif graphmend_cond:";
+    for (const auto& t : ts) f += eol + indent_step(at) + t.lhs + t.then_text;
+    // An else that would only reassign each variable to itself is left out.
+    if (keeps_all) return f;
+    f += eol + at + "else:";
+    for (const auto& t : ts) f += eol + indent_step(at) + t.lhs + t.else_text;
+    return f;
+  };
+  auto join = [](const std::vector<std::string>& checks) {
+    std::string test;
+    for (const auto& c : checks) test += (test.empty() ? "" : " and ") + c;
+    return test;
+  };
+  std::vector<std::string> checks = prechecks;
+  if (check_numel) checks.push_back("graphmend_cond.numel() == 1");
+  if (!check_shapes) {
+    out += "if " + join(checks) + ":";
+    for (const auto& t : targets)
+      out += eol + indent_step(indent) + t.lhs + torch + ".where(graphmend_cond, " + t.then_text + ", " + t.else_text + ")";
+    return out + fallback(targets, indent);
+  }
+  // Only one target is ever shape-checked (the caller refuses several).
+  const std::vector<Target> original = targets;
+  std::string at = indent;
+  if (!prechecks.empty()) {
+    out += "if " + join(prechecks) + ":" + eol;
+    at = indent_step(indent);
+    out += at;
+  }
+  std::string inner = indent_step(at);
+  out += "graphmend_then = " + targets[0].then_text + eol + at + "graphmend_else = " + targets[0].else_text + eol + at;
+  targets[0].then_text = "graphmend_then";
+  targets[0].else_text = "graphmend_else";
+  std::vector<std::string> late;
+  if (check_numel) late.push_back("graphmend_cond.numel() == 1");
+  late.push_back("graphmend_then.shape == graphmend_else.shape and graphmend_then.dtype == graphmend_else.dtype");
+  out += "if " + join(late) + ":";
+  for (const auto& t : targets)
+    out += eol + inner + t.lhs + torch + ".where(graphmend_cond, " + t.then_text + ", " + t.else_text + ")";
+  out += fallback(targets, at);
+  if (!prechecks.empty()) out += fallback(original, indent);
   return out;
 }
 
@@ -119,6 +151,11 @@ TransformResult apply(const TransformContext& ctx) {
     }
   }
   TorchName torch = torch_name(doc, model);
+  if (auto why = why_torch_unusable(doc, model, fn, torch); !why.empty()) return Refusal{why};
+  if (auto why = why_locals_unaddable(doc, *fn); !why.empty()) return Refusal{why};
+  // What the original has established once its first test ran without raising (the fixed code evaluates
+  // that test first too): shapes that broadcast, dtypes an operation accepted.
+  const std::vector<RaiseCondition> established = established_by(doc, model, branches[0].condition, *fn);
   std::vector<std::string> predicates;
   bool numel_unproven = false;  // a test not provably one element: checked at trace time instead
   for (size_t i = 0; i < branches.size(); ++i) {
@@ -128,7 +165,7 @@ TransformResult apply(const TransformContext& ctx) {
     if (p.empty()) return Refusal{why};
     if (i > 0) {
       // Later tests run only when earlier ones fail; predication evaluates them always.
-      if (auto w = why_impure(doc, model, branches[i].condition, *fn); !w.empty()) return Refusal{w};
+      if (auto w = why_not_total(doc, model, branches[i].condition, *fn, established); !w.empty()) return Refusal{w};
     }
     predicates.push_back(p);
   }
@@ -173,16 +210,19 @@ TransformResult apply(const TransformContext& ctx) {
     }
     std::vector<TSNode> all = returns;
     all.push_back(fallback);
-    SelectCheck check = check_select(doc, model, *fn, all, stmt);
+    SelectCheck check = check_select(doc, model, *fn, all, stmt, established, false, torch.name);
     if (!check.refusal.empty()) return Refusal{check.refusal};
     hazard = check.hazard;
     std::vector<std::string> values;
     for (TSNode r : returns) values.push_back(text(doc, r));
     bool shapes = !check.shape_unproven.empty();
-    if (shapes || numel_unproven) {
-      if (predicates.size() != 1 || (shapes && !tensors(model, *fn, all))) return Refusal{check.shape_unproven};
+    if (shapes || numel_unproven || !check.prechecks.empty()) {
+      if (predicates.size() != 1 || (shapes && !tensors(model, *fn, all)))
+        return Refusal{shapes ? check.shape_unproven
+                              : "the values of this elif chain need trace-time checks (" + check.prechecks[0] +
+                                    "), which are not generated for chains yet"};
       replacement += guarded_select({{"return ", values[0], text(doc, fallback)}}, predicates[0], numel_unproven,
-                                    shapes, torch.name, indent, eol);
+                                    shapes, check.prechecks, torch.name, indent, eol);
     } else {
       replacement += "return " + select(values, text(doc, fallback));
     }
@@ -221,6 +261,7 @@ TransformResult apply(const TransformContext& ctx) {
     }
     if (order.size() > 1 && predicates.size() > 1) return Refusal{"elif chains that assign several variables are not predicated yet"};
     std::vector<Target> targets;
+    std::vector<std::string> prechecks;  // trace-time checks every value needs before it may be evaluated
     std::vector<std::vector<std::string>> chain_values;  // per variable: the values of the conditional branches
     bool shapes = false;
     std::string shape_reason;
@@ -246,8 +287,12 @@ TransformResult apply(const TransformContext& ctx) {
       } else if (!defined) {
         return Refusal{"`" + name + "` is only defined when the test is true"};
       }
-      SelectCheck check = check_select(doc, model, *fn, values, stmt);
+      const bool keeps_old_value = values.size() < branches.size() + (has_else ? 0 : 1);
+      SelectCheck check = check_select(doc, model, *fn, values, stmt, established, keeps_old_value, torch.name);
       if (!check.refusal.empty()) return Refusal{check.refusal};
+      for (const std::string& c : check.prechecks) {
+        if (std::find(prechecks.begin(), prechecks.end(), c) == prechecks.end()) prechecks.push_back(c);
+      }
       std::string unproven = check.shape_unproven;
       if (unproven.empty() && values.size() < branches.size() + (has_else ? 0 : 1)) {
         // Some path keeps the old value: each value must be shaped like the variable itself.
@@ -272,8 +317,11 @@ TransformResult apply(const TransformContext& ctx) {
       chain_values.push_back(texts);
     }
     if (shapes && (targets.size() != 1 || predicates.size() != 1)) return Refusal{shape_reason};
-    if (shapes || numel_unproven) {
-      replacement += guarded_select(targets, predicates[0], numel_unproven, shapes, torch.name, indent, eol);
+    if (!prechecks.empty() && predicates.size() != 1)
+      return Refusal{"the values of this elif chain need trace-time checks (" + prechecks[0] +
+                     "), which are not generated for chains yet"};
+    if (shapes || numel_unproven || !prechecks.empty()) {
+      replacement += guarded_select(targets, predicates[0], numel_unproven, shapes, prechecks, torch.name, indent, eol);
     } else {
       bool hoist = targets.size() > 1 && !is_type(unparenthesize(branches[0].condition), "identifier");
       if (hoist) {

@@ -17,7 +17,9 @@ TransformResult apply(const TransformContext& ctx) {
   std::string why;
   std::string predicate = predicate_text(doc, ctx.model, cond, *fn, torch.name, why);
   if (predicate.empty()) return Refusal{why};
-  SelectCheck check = check_select(doc, ctx.model, *fn, {a, b}, node);
+  if (auto unusable = why_torch_unusable(doc, ctx.model, fn, torch); !unusable.empty()) return Refusal{unusable};
+  SelectCheck check =
+      check_select(doc, ctx.model, *fn, {a, b}, node, established_by(doc, ctx.model, cond, *fn), false, torch.name);
   if (!check.refusal.empty()) return Refusal{check.refusal};
   if (!check.shape_unproven.empty()) return Refusal{check.shape_unproven};
   Fix fix;
@@ -26,7 +28,14 @@ TransformResult apply(const TransformContext& ctx) {
     fix.applicability = Applicability::Unsafe;
     fix.title += " (unsafe under autograd: `" + check.hazard + "` may be inf/NaN on the untaken side)";
   }
-  fix.edits.push_back({node_range(node), torch.name + ".where(" + predicate + ", " + text(doc, a) + ", " + text(doc, b) + ")"});
+  std::string select = torch.name + ".where(" + predicate + ", " + text(doc, a) + ", " + text(doc, b) + ")";
+  if (!check.prechecks.empty()) {
+    // Metadata checks Dynamo decides while tracing; when one fails, the original expression runs.
+    std::string checks;
+    for (const auto& c : check.prechecks) checks += (checks.empty() ? "" : " and ") + c;
+    select = "(" + select + " if " + checks + " else (" + text(doc, node) + "))";
+  }
+  fix.edits.push_back({node_range(node), select});
   if (torch.import_edit) fix.edits.push_back(*torch.import_edit);
   return fix;
 }

@@ -1,5 +1,5 @@
-// Shared machinery of the transforms: source text helpers, import insertion, and the legality
-// checks (purity, one-element conditions, shapes and dtypes, autograd hazards).
+// Shared machinery of the transforms: source text helpers, import insertion, names that must resolve.
+// The legality facts (purity, totality, shapes, dtypes) live in graphmend/analysis/tensor_facts.h.
 #pragma once
 
 #include <initializer_list>
@@ -9,6 +9,7 @@
 
 #include "graphmend/analysis/document.h"
 #include "graphmend/analysis/semantic.h"
+#include "graphmend/analysis/tensor_facts.h"
 
 namespace graphmend::fixes {
 
@@ -31,40 +32,16 @@ struct TorchName {
   std::optional<TextEdit> import_edit;
 };
 TorchName torch_name(const Document& doc, const SemanticModel& model);
+// Why the fix may not write `<torch.name>.…` inside `fn` (null: at module level): the name must resolve to
+// the torch module there, so it must not be bound in the function, an enclosing one, or at module level
+// other than by importing torch.
+std::string why_torch_unusable(const Document& doc, const SemanticModel& model, const FunctionInfo* fn,
+                               const TorchName& torch);
+// Why the fix may not add locals (`graphmend_cond`...) to `fn`: it inspects its own namespace.
+std::string why_locals_unaddable(const Document& doc, const FunctionInfo& fn);
 // Offset after the module's import block (where module-level registrations go), at a line start.
 uint32_t after_imports_offset(const Document& doc);
 
-// Legality. Each returns an empty string when the property holds, else the reason in plain words.
-// `expr` can run on a path the original never took: no side effects, randomness, or possible raise.
-std::string why_impure(const Document& doc, const SemanticModel& model, TSNode expr, const FunctionInfo& fn);
-// `expr` is provably a one-element tensor (so `bool(expr)` and `torch.where(expr, ...)` agree).
-bool is_one_element(const Document& doc, const SemanticModel& model, TSNode expr, const FunctionInfo& fn,
-                    int depth = 0);
-
-// Shape and dtype of a branch value relative to a base tensor variable.
-enum class Likeness { None, Same, Floating };  // Same: shape and dtype of base; Floating: shape of base, float dtype
-struct ValueShape {
-  std::string base;  // the tensor variable the value is shaped like ("" for none)
-  Likeness likeness = Likeness::None;
-};
-ValueShape shape_of(const Document& doc, const SemanticModel& model, TSNode expr, const FunctionInfo& fn);
-// The variable provably holds a floating-point tensor (module outputs, float factories, divisions...).
-// `assumed`: locals taken to be floating while their own assignments are checked (a value that feeds
-// back into its variable, `out = out * 0.1`, keeps it floating when every other assignment does).
-bool is_floating(const Document& doc, const SemanticModel& model, TSNode expr, const FunctionInfo& fn, int depth = 0,
-                 std::vector<std::string>* assumed = nullptr);
-// Every assignment to local `name` gives a floating value (coinductively: reads of `name` itself in
-// them count as floating). False for parameters: their first value comes from the caller.
-bool local_is_floating(const Document& doc, const SemanticModel& model, const std::string& name, const FunctionInfo& fn,
-                       int depth = 0, std::vector<std::string>* assumed = nullptr);
-// An op that can produce inf/NaN (division by a tensor, log, sqrt, exp, pow...): under autograd the
-// untaken side of torch.where then turns gradients into NaN.
-std::string autograd_hazard(const Document& doc, TSNode expr);
-// `node` sits inside `with torch.no_grad():` / `torch.inference_mode()` in its function.
-bool under_no_grad(const Document& doc, TSNode node);
-
-// Identifiers read anywhere inside `expr`.
-std::vector<std::string> names_read(const Document& doc, TSNode expr);
 // `name` is bound before `stmt` on every path: a parameter, or assigned by a statement of an enclosing
 // block that precedes `stmt`.
 bool defined_before(const Document& doc, const FunctionInfo& fn, const std::string& name, TSNode stmt);
