@@ -28,10 +28,6 @@ constexpr std::array<std::string_view, 12> kSameOps{"abs", "neg", "relu", "clamp
 constexpr std::array<std::string_view, 18> kFloatOps{"tanh", "sigmoid", "exp", "log", "sqrt", "rsqrt", "sin",
                                                     "cos", "gelu", "silu", "softmax", "log_softmax", "erf",
                                                     "reciprocal", "softplus", "elu", "leaky_relu", "mish"};
-// Ops whose untaken side can be inf/NaN for some inputs (NaN gradients through torch.where).
-constexpr std::array<std::string_view, 16> kHazardOps{"log", "log2", "log10", "log1p", "sqrt", "rsqrt",
-                                                     "reciprocal", "exp", "pow", "acos", "asin", "atanh",
-                                                     "div", "true_divide", "logit", "float_power"};
 // torch functions with randomness or uninitialised memory: results differ when run twice.
 constexpr std::array<std::string_view, 14> kRandomFunctions{"rand", "randn", "randint", "randperm", "rand_like",
                                                            "randn_like", "randint_like", "bernoulli",
@@ -925,24 +921,58 @@ ValueShape shape_of(const Document& doc, const SemanticModel& model, TSNode expr
   return {};
 }
 
-std::string autograd_hazard(const Document& doc, TSNode expr) {
+std::string autograd_hazard(const Document& doc, const SemanticModel& model, TSNode expr, const FunctionInfo& fn) {
+  // torch.where sends a zero gradient into the untaken side; each op there multiplies it by its local
+  // derivative, and 0 * inf and 0 * NaN are NaN. Only ops whose derivative is a constant (or a 0/1 mask)
+  // keep it zero for every input, NaN and inf included.
   std::string found;
+  auto is_static = [&](TSNode n) {
+    ValueKind k = model.kind_of(n, fn);
+    return k == ValueKind::Static || k == ValueKind::None;
+  };
   std::function<void(TSNode)> visit = [&](TSNode node) {
-    if (!found.empty()) return;
+    node = unparenthesize(node);
+    if (!found.empty() || ts_node_is_null(node)) return;
     auto t = type_of(node);
+    if (is_static(node) || t == "comparison_operator") return;  // no gradient flows through them
+    if (t == "identifier" || t == "attribute" || t == "integer" || t == "float") return;
     if (t == "binary_operator") {
       std::string op = text(doc, field(node, "operator"));
-      TSNode r = unparenthesize(field(node, "right"));
-      bool scalar = is_type(r, "integer") || is_type(r, "float");
-      if ((op == "/" || op == "//" || op == "%") && !scalar) found = text(doc, node);
-      if (op == "**" && !(is_type(r, "integer") && text(doc, r)[0] != '-')) found = text(doc, node);
-    } else if (t == "call") {
-      std::string callee = text(doc, field(node, "function"));
-      std::string last = callee.substr(callee.rfind('.') + 1);
-      if (one_of(std::string_view(last), kHazardOps)) found = text(doc, node);
+      TSNode l = field(node, "left"), r = field(node, "right");
+      bool linear = op == "+" || op == "-" || ((op == "*") && (is_static(l) || is_static(r))) ||
+                    (op == "/" && is_static(r));
+      if (!linear) {
+        found = text(doc, node);
+        return;
+      }
+      visit(l);
+      visit(r);
+      return;
     }
-    uint32_t n = ts_node_named_child_count(node);
-    for (uint32_t i = 0; i < n; ++i) visit(ts_node_named_child(node, i));
+    if (t == "unary_operator") return visit(field(node, "argument"));
+    if (t == "subscript") return visit(field(node, "value"));
+    if (t == "call") {
+      TSNode callee = unparenthesize(field(node, "function"));
+      std::string c = text(doc, callee);
+      std::string last = c.substr(c.rfind('.') + 1);
+      for (const char* linear : {"clone", "contiguous", "float", "double", "half", "bfloat16", "reshape", "flatten",
+                                 "ravel", "unsqueeze", "sum", "mean", "clamp", "clip", "clamp_min", "clamp_max",
+                                 "relu", "type_as", "to", "where", "maximum", "minimum"}) {
+        if (last == linear) {
+          if (is_type(callee, "attribute")) visit(field(callee, "object"));
+          for (TSNode a : named_children(field(node, "arguments"))) visit(is_type(a, "keyword_argument") ? field(a, "value") : a);
+          return;
+        }
+      }
+      for (const char* no_grad : {"detach", "zeros_like", "ones_like", "full_like", "isnan", "isinf", "isfinite",
+                                  "isneginf", "isposinf", "signbit", "logical_not", "logical_and", "logical_or",
+                                  "logical_xor", "bool", "long", "int", "any", "all"}) {
+        if (last == no_grad) return;
+      }
+      found = text(doc, node);
+      return;
+    }
+    found = text(doc, node);
   };
   visit(expr);
   return found;

@@ -86,7 +86,10 @@ SelectCheck check_select(const Document& doc, const SemanticModel& model, const 
   std::string base;
   bool any_same = false, any_floating = false;
   for (TSNode v : values) {
-    if (out.hazard.empty()) out.hazard = autograd_hazard(doc, v);
+    if (out.hazard.empty()) {
+      if (std::string h = autograd_hazard(doc, model, v, fn); !h.empty())
+        out.hazard = "`" + h + "` may have an inf/NaN derivative on the untaken side, which makes gradients NaN";
+    }
     if (!out.shape_unproven.empty()) continue;
     ValueShape s = shape_of(doc, model, v, fn);
     if (s.likeness == Likeness::None) {
@@ -108,7 +111,19 @@ SelectCheck check_select(const Document& doc, const SemanticModel& model, const 
                     "torch.where would change the other branch's dtype";
     }
   }
-  if (!out.hazard.empty() && under_no_grad(doc, statement)) out.hazard.clear();
+  if (under_no_grad(doc, statement)) {
+    out.hazard.clear();
+    // Under no_grad the select never requires grad; an original that passes a tensor through (`x` itself)
+    // keeps its requires_grad.
+    bool passes_through = keeps_old_value;
+    for (TSNode v : values) {
+      TSNode u = unparenthesize(v);
+      passes_through |= (is_type(u, "identifier") || is_type(u, "attribute")) && model.kind_of(u, fn) != ValueKind::Static;
+    }
+    if (passes_through)
+      out.hazard = "under torch.no_grad the selected tensor never requires grad, where the original returns an "
+                   "input tensor itself";
+  }
   return out;
 }
 

@@ -340,8 +340,7 @@ TransformResult apply(const TransformContext& ctx) {
   fix.applicability = Applicability::Safe;
   if (!hazard.empty()) {
     fix.applicability = Applicability::Unsafe;
-    fix.title += " (unsafe under autograd: `" + hazard + "` may be inf/NaN on the untaken side, which makes "
-                 "gradients NaN)";
+    fix.title += " (unsafe: " + hazard + ")";
   }
   fix.edits.push_back(TextEdit{range, replacement});
   if (torch.import_edit) fix.edits.push_back(*torch.import_edit);

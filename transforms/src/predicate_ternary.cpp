@@ -26,7 +26,7 @@ TransformResult apply(const TransformContext& ctx) {
   fix.title = "Select with torch.where: both alternatives are computed and one is selected in the graph";
   if (!check.hazard.empty()) {
     fix.applicability = Applicability::Unsafe;
-    fix.title += " (unsafe under autograd: `" + check.hazard + "` may be inf/NaN on the untaken side)";
+    fix.title += " (unsafe: " + check.hazard + ")";
   }
   std::string select = torch.name + ".where(" + predicate + ", " + text(doc, a) + ", " + text(doc, b) + ")";
   if (!check.prechecks.empty()) {

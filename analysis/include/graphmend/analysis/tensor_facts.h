@@ -94,9 +94,11 @@ bool is_floating(const Document& doc, const SemanticModel& model, TSNode expr, c
 // them count as floating). False for parameters: their first value comes from the caller.
 bool local_is_floating(const Document& doc, const SemanticModel& model, const std::string& name, const FunctionInfo& fn,
                        int depth = 0, std::vector<std::string>* assumed = nullptr);
-// An op that can produce inf/NaN (division by a tensor, log, sqrt, exp, pow...): under autograd the
-// untaken side of torch.where then turns gradients into NaN.
-std::string autograd_hazard(const Document& doc, TSNode expr);
+// The first part of `expr` whose derivative is not constant (a product of tensors, a division by one, log,
+// exp, sigmoid, max...): on the untaken side of torch.where its zero gradient becomes NaN for NaN or inf
+// inputs, so gradients differ from the original's. Empty when the backward is linear with constant
+// coefficients (sums, scaling by numbers, slicing, reshapes, casts, clamp/relu masks).
+std::string autograd_hazard(const Document& doc, const SemanticModel& model, TSNode expr, const FunctionInfo& fn);
 // `node` sits inside `with torch.no_grad():` / `torch.inference_mode()` in its function.
 bool under_no_grad(const Document& doc, TSNode node);
 

@@ -1,0 +1,70 @@
+"""Every safe fix in the test suite keeps every observation, eager and compiled, on the input battery of
+differential.py (the example's inputs, other branches, failing guards, NaN, inf, zeros, empty tensors,
+other dtypes). Hazard fixtures (tests/fixtures/hazards/, one per row of docs/fix-safety.md's table) must
+be refused or made total: they run through the same comparison, and each states how many safe fixes it
+expects (`EXPECTED_SAFE_FIXES`), so a fix that starts or stops applying is noticed.
+"""
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+
+import pytest
+
+from differential import compare_files, fixable_files, graphmend_fix
+
+FILES = fixable_files()
+HAZARD_DIR = Path(__file__).resolve().parents[1] / "fixtures" / "hazards"
+
+
+def _id(path: Path) -> str:
+    return f"{path.parent.name}/{path.stem}"
+
+
+@pytest.mark.parametrize("path", FILES, ids=[_id(p) for p in FILES])
+def test_safe_fix_keeps_every_observation(path, tmp_path):
+    fixed = tmp_path / path.name
+    if not graphmend_fix(path, fixed):
+        pytest.skip("no safe fix applies")
+    result = compare_files(path, fixed)
+    assert result.cases > 0
+    assert not result.differences, (f"{path.name}: {len(result.differences)} of {result.cases} cases differ\n" +
+                                    "\n".join(result.differences[:10]) + "\n--- fixed file:\n" + fixed.read_text())
+
+
+def _safe_fix_count(path: Path, tmp_path: Path) -> int:
+    import json
+    import subprocess
+
+    from fixture_support import require_graphmend
+
+    proc = subprocess.run([str(require_graphmend()), "check", "--output-format", "json", "--exit-zero", str(path)],
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    return sum(1 for f in json.loads(proc.stdout) if (f.get("fix") or {}).get("applicability") == "safe")
+
+
+HAZARDS = sorted(HAZARD_DIR.glob("*.py"))
+
+
+@pytest.mark.parametrize("path", HAZARDS, ids=[p.stem for p in HAZARDS])
+def test_hazard_is_refused_or_made_total(path, tmp_path):
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    declared = {t.id: ast.literal_eval(n.value) for n in tree.body if isinstance(n, ast.Assign)
+                for t in n.targets if isinstance(t, ast.Name)}
+    assert "HAZARD" in declared and "EXPECTED_SAFE_FIXES" in declared, f"{path.name}: declare HAZARD and EXPECTED_SAFE_FIXES"
+    assert _safe_fix_count(path, tmp_path) == declared["EXPECTED_SAFE_FIXES"]
+    assert "def inputs" in path.read_text(encoding="utf-8"), f"{path.name}: give inputs() that exercise the hazard"
+
+
+def test_every_observation_of_the_contract_has_a_hazard_fixture():
+    """docs/fix-safety.md's table rows each name the hazard fixtures that cover them."""
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "fix-safety.md").read_text(encoding="utf-8")
+    table = [line for line in doc.splitlines() if line.startswith("| ") and "hazards/" in line]
+    assert len(table) >= 9, "the observation table lost rows"
+    for row in table:
+        for name in re.findall(r"hazards/(\w+)\.py", row):
+            assert (HAZARD_DIR / f"{name}.py").is_file(), f"docs/fix-safety.md names a missing hazard {name}"
+    named = set(re.findall(r"hazards/(\w+)\.py", doc))
+    assert {p.stem for p in HAZARDS} <= named, "every hazard fixture is named in docs/fix-safety.md"
