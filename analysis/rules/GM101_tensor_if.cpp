@@ -21,6 +21,18 @@ const RuleInfo kInfo{
     .example_bad = "if x.sum() > 0:\n    y = x * 2\nelse:\n    y = x - 1",
     .example_good = "y = torch.where(x.sum() > 0, x * 2, x - 1)",
     .fixable = true,
+    .fix_safety =
+        "The branch is predicated only when every value is pure and cannot raise on the path the original did "
+        "not take (or a trace-time check in front of the select, such as `x.dtype != torch.bool` or `x.dim() "
+        ">= 2`, falls back to the original branch), and the values have equal shapes and dtypes (proven, or "
+        "checked at trace time). Kept: values, shapes, dtypes, devices, exceptions, output, state, the RNG "
+        "stream, and gradients when every value has a constant derivative. Unsafe (applied only with "
+        "`--unsafe-fixes`): a value whose derivative is not constant (`x * y`, `x / y`, `log`, `exp`, "
+        "`max`...) outside `torch.no_grad()`, because torch.where's zero gradient times an inf/NaN derivative "
+        "is NaN; under `no_grad`, a branch that passes an input through, whose `requires_grad` the select "
+        "drops. Refused: effects, randomness, module calls that may raise or write, a name written in place "
+        "after the select, a shadowed `torch`. The result is a new tensor even where the original returned an "
+        "input itself.",
 };
 
 void check(RuleContext& ctx, const Visit& v) {

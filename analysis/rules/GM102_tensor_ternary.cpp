@@ -17,6 +17,11 @@ const RuleInfo kInfo{
     .example_bad = "y = x * 2 if x.mean() > 0 else -x",
     .example_good = "y = torch.where(x.mean() > 0, x * 2, -x)",
     .fixable = true,
+    .fix_safety =
+        "As for GM101: both alternatives must be pure and total (or a trace-time check in front, "
+        "`torch.where(...) if <checks> else (a if t else b)`, keeps the original expression for the other "
+        "case), of proven equal shape and dtype. Kept: every observation; unsafe under autograd when an "
+        "alternative's derivative is not constant.",
 };
 
 void check(RuleContext& ctx, const Visit& v) {

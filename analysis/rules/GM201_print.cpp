@@ -14,11 +14,15 @@ const RuleInfo kInfo{
         "the print in Python, and starts a new graph after it.",
     .registry_id = "GB0059",
     .fix_summary =
-        "The print is deferred: Dynamo is told (through `torch._dynamo.config.reorderable_logging_functions`) "
-        "that `print` may run after the graph, with the same arguments and in the same order.",
+        "The print becomes `torch._higher_order_ops.print(format, *args)`, an op that runs inside the graph in "
+        "program order and prints the same text in eager runs.",
     .example_bad = "print('norm', x.norm())",
-    .example_good = "# print stays; graphmend registers it as reorderable so Dynamo defers it",
+    .example_good = "torch._higher_order_ops.print(\"norm {!s}\", x.norm())",
     .fixable = true,
+    .fix_safety =
+        "Kept: the printed text (the same `str()` of each argument, `sep` and the newline), in program order, "
+        "in eager runs and under torch.compile. Refused: `file=`, `flush=`, an `end=` other than a newline, "
+        "`*args`, arguments that are not tensors, numbers, shapes or string literals.",
 };
 
 void check(RuleContext& ctx, const Visit& v) {

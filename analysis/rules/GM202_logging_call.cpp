@@ -20,6 +20,13 @@ const RuleInfo kInfo{
     .example_bad = "logger.info('step %d', step)",
     .example_good = "# deferred: registered with torch._dynamo.config.reorderable_logging_functions",
     .fixable = true,
+    .fix_safety =
+        "In the torch.compile entry function: the call is deferred through a module-level wrapper that keeps "
+        "the message, arguments, level, logger, the caller's file and line (`stacklevel=2`), the count and "
+        "the order; refused when any statement after it prints, logs without deferral or may raise (the "
+        "deferred call would move past it, or be lost with the exception). Elsewhere (inlined frames, where "
+        "Dynamo 2.13 drops deferred calls) the only fix is unsafe: the call is skipped while compiling, so "
+        "under torch.compile the message is not emitted.",
 };
 
 constexpr std::array<std::string_view, 9> kMethods{"debug", "info",      "warning", "warn", "error",

@@ -17,6 +17,9 @@ const RuleInfo kInfo{
     .example_bad = "logger.warning_once('`use_cache=True` is incompatible with gradient checkpointing')",
     .example_good = "# deferred after the graph",
     .fixable = true,
+    .fix_safety =
+        "As for GM202: deferred in the compile entry (once-only behaviour kept by the logger's own cache), "
+        "skipped while compiling elsewhere (unsafe: no message under torch.compile).",
 };
 
 void check(RuleContext& ctx, const Visit& v) {

@@ -17,6 +17,11 @@ const RuleInfo kInfo{
     .example_bad = "warnings.warn('deprecated argument', FutureWarning)",
     .example_good = "# deferred after the graph",
     .fixable = true,
+    .fix_safety =
+        "As for GM202: deferred in the compile entry through a wrapper that passes `stacklevel + 1`, so the "
+        "warnings filter sees the caller's file and line and shows it as often as before; refused when a "
+        "statement after it prints, logs or may raise; elsewhere the only fix is the unsafe skip while "
+        "compiling.",
 };
 
 void check(RuleContext& ctx, const Visit& v) {

@@ -14,13 +14,22 @@ const RuleInfo kInfo{
         "decide whether to raise, so Dynamo breaks the graph at the test.",
     .registry_id = "GB0170",
     .fix_summary =
-        "The guard becomes `torch._assert_async` under compile (the check stays in the graph) while an eager "
-        "run keeps raising the same exception with the same message.",
+        "An unsafe fix (`--unsafe-fixes`): the guard becomes `torch._assert_async` under compile (the check stays "
+        "in the graph, raising RuntimeError) while an eager run keeps raising the same exception with the same "
+        "message.",
     .example_bad = "if torch.isinf(x).any():\n    raise ValueError('inf in activations')",
     .example_good =
         "if torch.compiler.is_compiling():\n    torch._assert_async(~torch.isinf(x).any(), 'inf in activations')\n"
         "elif torch.isinf(x).any():\n    raise ValueError('inf in activations')",
     .fixable = true,
+    .fix_safety =
+        "Always unsafe. Eager runs keep the original `raise` statement untouched (class, message, cause). "
+        "Under torch.compile a failing check raises `RuntimeError` from `torch._assert_async` instead of the "
+        "original class, with the literal message (or a fixed text naming the test when the message is an "
+        "f-string or has several arguments), without the `from` cause; on CUDA it is an asynchronous "
+        "device-side assert that poisons the CUDA context. Refused inside a `try` whose handlers could catch "
+        "the exception (under compile they would no longer run), for a bare `raise`, and where `torch` is "
+        "shadowed.",
 };
 
 void check(RuleContext& ctx, const Visit& v) {

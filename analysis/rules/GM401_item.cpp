@@ -14,11 +14,16 @@ const RuleInfo kInfo{
         "Dynamo breaks the graph to run it.",
     .registry_id = "GB0124",
     .fix_summary =
-        "When the number only feeds a comparison or tensor arithmetic, the `.item()` is removed and the value "
-        "stays a 0-d tensor.",
-    .example_bad = "scale = x.abs().max().item()\ny = x / scale",
-    .example_good = "scale = x.abs().max()\ny = x / scale",
+        "When the number only feeds a comparison with a literal in a test, the `.item()` is removed and the "
+        "value stays a 0-d tensor (then GM101 can predicate the branch).",
+    .example_bad = "if x.abs().max().item() > 1:\n    x = x / 2",
+    .example_good = "if x.abs().max() > 1:\n    x = x / 2",
     .fixable = true,
+    .fix_safety =
+        "Kept: the outcome of the comparison. The number is compared with a literal that is exact in every "
+        "float dtype down to float16 (Python compares in double precision, torch in the tensor's dtype), and "
+        "the tensor is provably one element (`.item()` of a larger tensor raises, and so does the `if` on "
+        "it).",
 };
 
 void check(RuleContext& ctx, const Visit& v) {

@@ -19,6 +19,10 @@ const RuleInfo kInfo{
     .example_bad = "total = x[x > 0].sum()",
     .example_good = "total = torch.where(x > 0, x, 0).sum()",
     .fixable = true,
+    .fix_safety =
+        "Always unsafe: the dense reduction adds the same numbers in another order, so a float result can "
+        "differ in the last bits; the mask must be computed element-wise from the selected tensor, and "
+        "`.mean()` needs a floating tensor (the masked mean of an integer tensor raises in the original).",
 };
 
 void check(RuleContext& ctx, const Visit& v) {

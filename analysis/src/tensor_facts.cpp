@@ -370,7 +370,7 @@ class Speculator {
         dim = value;
         continue;
       }
-      if ((op.args == ArgForm::Dim || op.args == ArgForm::NeedDim) && name == "keepdim" &&
+      if (op.args == ArgForm::Dim && name == "keepdim" &&
           (is_type(value, "true") || is_type(value, "false")))
         continue;
       raise("`" + e + "` passes `" + name + "=`, which the engine cannot prove safe");

@@ -30,6 +30,9 @@ std::string rule_markdown(const RuleInfo& r) {
   }
   md << "## Example\n\n```python\n" << r.example_bad << "\n```\n\n";
   md << "## Fix\n\n" << r.fix_summary << "\n\n```python\n" << r.example_good << "\n```\n\n";
+  if (!r.fix_safety.empty())
+    md << "### What the fix keeps, and what may change\n\n" << r.fix_safety
+       << "\n\nThe contract, and how each fix is proven against it: [fix-safety.md](../fix-safety.md).\n\n";
   md << "Suppress a finding with `# noqa: " << r.code << "` on its line, or disable the rule with "
      << "`ignore = [\"" << r.code << "\"]` under `[tool.graphmend]` in pyproject.toml.\n";
   return md.str();
@@ -90,7 +93,7 @@ int run_rule(const std::vector<std::string>& args) {
     if (json) {
       arr.push_back({{"code", r->code}, {"name", r->name}, {"family", r->family}, {"summary", r->summary},
                      {"explanation", r->explanation}, {"dynamo_registry_id", r->registry_id},
-                     {"fix", r->fix_summary}, {"fixable", r->fixable}, {"url", rule_url(*r)}});
+                     {"fix", r->fix_summary}, {"fix_safety", r->fix_safety}, {"fixable", r->fixable}, {"url", rule_url(*r)}});
     } else {
       std::cout << rule_markdown(*r) << (codes.size() > 1 ? "\n" : "");
     }

@@ -9,7 +9,8 @@ code eagerly and under torch.compile (Dynamo with the eager backend, breaks allo
   * the outcome: returned value (structure, and for tensors shape, dtype, device, requires_grad and the
     exact bits, NaN == NaN) or the exception (class, message, and the class and message of its cause);
   * the transcript: stdout, stderr, log records and warnings, in order;
-  * state after the call: the module's state_dict (bits), its plain attributes, the global RNG state;
+  * state after the call: the module's state_dict (bits), its plain attributes, the arguments (written in
+    place?), the global RNG state, the grad mode;
   * gradients (eager): with floating inputs requiring grad, the gradients of the inputs and parameters
     after backward of the sum of the floating outputs (bits, NaN == NaN), or the backward's exception.
 
@@ -186,6 +187,7 @@ def _compiled(fn):
 
 
 def observe(fn, args, seed: int, compiled: bool) -> dict:
+    torch.set_grad_enabled(True)  # a run that leaks grad mode is caught below, then reset
     torch.manual_seed(10_000 + seed)
     target = _compiled(fn) if compiled else fn
     with transcript() as events:
@@ -193,8 +195,11 @@ def observe(fn, args, seed: int, compiled: bool) -> dict:
             outcome = ("ok", _describe(target(*args)))
         except Exception as exc:  # noqa: BLE001 - the exception is an observation
             outcome = _describe_exception(exc)
-    return {"outcome": outcome, "transcript": _normalise(events), "state": _state(fn),
-            "rng": torch.get_rng_state().tolist()}
+    observed = {"outcome": outcome, "transcript": _normalise(events), "state": _state(fn),
+                "arguments": _describe(args),  # arguments written in place
+                "rng": torch.get_rng_state().tolist(), "grad_mode": torch.is_grad_enabled()}
+    torch.set_grad_enabled(True)
+    return observed
 
 
 def observe_gradients(fn, args, seed: int) -> Any:
@@ -207,6 +212,7 @@ def observe_gradients(fn, args, seed: int) -> Any:
             leaves.append(t)
         return t
 
+    torch.set_grad_enabled(True)
     grad_args = _map_tensors(args, leaf)
     params = list(fn.parameters()) if isinstance(fn, nn.Module) else []
     for p in params:
@@ -252,7 +258,7 @@ def _same_outcome(a: tuple, b: tuple) -> bool:
 def _first_difference(a: dict, b: dict) -> str | None:
     if not _same_outcome(a["outcome"], b["outcome"]):
         return f"outcome: original {str(a['outcome'])[:300]} / fixed {str(b['outcome'])[:300]}"
-    for key in ("transcript", "state", "rng"):
+    for key in ("transcript", "state", "arguments", "rng", "grad_mode"):
         if a[key] != b[key]:
             return f"{key}: original {str(a[key])[:300]} / fixed {str(b[key])[:300]}"
     return None

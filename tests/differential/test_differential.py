@@ -52,7 +52,7 @@ HAZARDS = sorted(HAZARD_DIR.glob("*.py"))
 def test_hazard_is_refused_or_made_total(path, tmp_path):
     tree = ast.parse(path.read_text(encoding="utf-8"))
     declared = {t.id: ast.literal_eval(n.value) for n in tree.body if isinstance(n, ast.Assign)
-                for t in n.targets if isinstance(t, ast.Name)}
+                for t in n.targets if isinstance(t, ast.Name) and t.id in ("HAZARD", "EXPECTED_SAFE_FIXES")}
     assert "HAZARD" in declared and "EXPECTED_SAFE_FIXES" in declared, f"{path.name}: declare HAZARD and EXPECTED_SAFE_FIXES"
     assert _safe_fix_count(path, tmp_path) == declared["EXPECTED_SAFE_FIXES"]
     assert "def inputs" in path.read_text(encoding="utf-8"), f"{path.name}: give inputs() that exercise the hazard"

@@ -62,3 +62,10 @@ TEST_CASE("fix_all predicates and is idempotent") {
   FixAllResult twice = fix_all("m.py", once.text, Config{}, FixOptions{});
   CHECK_FALSE(twice.changed);
 }
+
+TEST_CASE("every fixable rule says what its fix keeps and what may change") {
+  for (const RuleInfo* r : all_rules()) {
+    CAPTURE(r->code);
+    if (r->fixable) CHECK(!r->fix_safety.empty());
+  }
+}

@@ -147,6 +147,47 @@ TSNode module_definition(const Document& doc, const std::string& name) {
   return TSNode{};
 }
 
+// A deferred call runs when the graph has finished: anything after it in the frame that prints, logs
+// without deferral, or may raise would then be observed in another order (or the call would be lost
+// with the exception). Deferral is sound only when every statement after the call is pure and total,
+// or another deferrable logging call.
+std::string why_effects_follow(const Document& doc, const SemanticModel& model, const FunctionInfo& fn, TSNode call) {
+  TSNode stmt = call;
+  while (!ts_node_is_null(stmt) && !is_type(ts_node_parent(stmt), "block")) stmt = ts_node_parent(stmt);
+  if (ts_node_is_null(stmt) || !ts_node_eq(ts_node_parent(stmt), field(fn.node, "body")))
+    return "the call is inside a block of the function, and a deferred call would move past what follows it";
+  auto deferrable = [&](TSNode c) {
+    std::string callee = text(doc, field(c, "function"));
+    std::string last = callee.substr(callee.rfind('.') + 1);
+    return callee.starts_with("_graphmend_") || callee == "warnings.warn" ||
+           ((last == "debug" || last == "info" || last == "warning" || last == "error" || last == "warning_once" ||
+             last == "info_once") && is_type(field(c, "function"), "attribute") &&
+            model.is_module_logger(text(doc, field(field(c, "function"), "object"))));
+  };
+  for (TSNode next = ts_node_next_named_sibling(stmt); !ts_node_is_null(next); next = ts_node_next_named_sibling(next)) {
+    if (is_type(next, "comment") || is_type(next, "pass_statement")) continue;
+    TSNode expr{};
+    if (is_type(next, "return_statement")) {
+      if (ts_node_named_child_count(next) == 0) continue;
+      expr = ts_node_named_child(next, 0);
+    } else if (is_type(next, "expression_statement") && ts_node_named_child_count(next) == 1) {
+      expr = ts_node_named_child(next, 0);
+      if (is_type(expr, "assignment")) {
+        if (!is_type(field(expr, "left"), "identifier")) return "`" + text(doc, next) + "` follows the call";
+        expr = field(expr, "right");
+      } else if (is_type(expr, "call") && deferrable(expr)) {
+        continue;
+      }
+    } else {
+      return "`" + std::string(doc.node_text(next).substr(0, 60)) + "` follows the call, and a deferred call would "
+             "move past it";
+    }
+    if (auto why = why_not_total(doc, model, expr, fn); !why.empty())
+      return "after the call, " + why + " (the deferred call would move past it)";
+  }
+  return "";
+}
+
 TransformResult apply(const TransformContext& ctx) {
   const Document& doc = ctx.document;
   const SemanticModel& model = ctx.model;
@@ -233,6 +274,7 @@ TransformResult apply(const TransformContext& ctx) {
   }
   if (code == "GM204") {
     std::string why = why_not_replayable(doc, model, *fn, call, false);
+    if (why.empty()) why = why_effects_follow(doc, model, *fn, call);
     if (!why.empty()) return Refusal{why};
     std::string wrapper = "_graphmend_warnings_warn";
     if (doc.text().find("def " + wrapper + "(") == std::string::npos) {
@@ -262,6 +304,7 @@ TransformResult apply(const TransformContext& ctx) {
   if (!module_function && ts_node_is_null(definition))
     return Refusal{"`" + logger + "` is not a module-level logger this file defines"};
   std::string why = why_not_replayable(doc, model, *fn, call, false);
+  if (why.empty()) why = why_effects_follow(doc, model, *fn, call);
   if (!why.empty()) return Refusal{why};
   std::string wrapper = "_graphmend_" + logger + "_" + method;
   bool standard = method != "warning_once" && method != "info_once" && method != "warning_advice";

@@ -18,6 +18,12 @@ TransformResult apply(const TransformContext& ctx) {
   std::string predicate = predicate_text(doc, ctx.model, cond, *fn, torch.name, why);
   if (predicate.empty()) return Refusal{why};
   if (auto unusable = why_torch_unusable(doc, ctx.model, fn, torch); !unusable.empty()) return Refusal{unusable};
+  // `y = a if t else b`: y becomes a new tensor, where the original may bind an input itself.
+  if (TSNode parent = ts_node_parent(node); is_type(parent, "assignment") && is_type(field(parent, "left"), "identifier")) {
+    if (auto written = why_written_in_place_after(doc, *fn, text(doc, field(parent, "left")), parent);
+        !written.empty())
+      return Refusal{written};
+  }
   SelectCheck check =
       check_select(doc, ctx.model, *fn, {a, b}, node, established_by(doc, ctx.model, cond, *fn), false, torch.name);
   if (!check.refusal.empty()) return Refusal{check.refusal};

@@ -239,3 +239,39 @@ std::string why_locals_unaddable(const Document& doc, const FunctionInfo& fn) {
 }
 
 }  // namespace graphmend::fixes
+
+namespace graphmend::fixes {
+
+std::string why_written_in_place_after(const Document& doc, const FunctionInfo& fn, const std::string& name,
+                                       TSNode stmt) {
+  std::string found;
+  const uint32_t after = ts_node_end_byte(stmt);
+  walk_preorder(field(fn.node, "body"), [&](TSNode node) {
+    if (ts_node_end_byte(node) <= after) return Walk::Skip;
+    if (ts_node_start_byte(node) < after) return Walk::Descend;
+    auto is_name = [&](TSNode n) { return is_type(n, "identifier") && doc.node_text(n) == name; };
+    TSNode target{};
+    if (is_type(node, "augmented_assignment")) {
+      target = field(node, "left");
+    } else if (is_type(node, "assignment")) {
+      TSNode left = field(node, "left");
+      if (is_type(left, "subscript") || is_type(left, "attribute")) target = field(left, is_type(left, "subscript") ? "value" : "object");
+    } else if (is_type(node, "call")) {
+      TSNode callee = field(node, "function");
+      if (is_type(callee, "attribute")) {
+        std::string_view m = doc.node_text(field(callee, "attribute"));
+        if (m.ends_with("_") && !m.ends_with("__")) target = field(callee, "object");
+      }
+    }
+    if (!ts_node_is_null(target) && is_name(target)) {
+      found = std::string(doc.node_text(node).substr(0, 60));
+      return Walk::Stop;
+    }
+    return Walk::Descend;
+  });
+  if (found.empty()) return "";
+  return "`" + found + "` writes `" + name + "` in place after the select, and the select makes `" + name +
+         "` a new tensor where the original may keep the caller's";
+}
+
+}  // namespace graphmend::fixes

@@ -37,6 +37,10 @@ TorchName torch_name(const Document& doc, const SemanticModel& model);
 // other than by importing torch.
 std::string why_torch_unusable(const Document& doc, const SemanticModel& model, const FunctionInfo* fn,
                                const TorchName& torch);
+// Why `name` may not become a new tensor at `stmt`: it is written in place later in `fn` (`name += 1`,
+// `name.add_(1)`, `name[i] = v`), where the original may write the caller's tensor.
+std::string why_written_in_place_after(const Document& doc, const FunctionInfo& fn, const std::string& name,
+                                       TSNode stmt);
 // Why the fix may not add locals (`graphmend_cond`...) to `fn`: it inspects its own namespace.
 std::string why_locals_unaddable(const Document& doc, const FunctionInfo& fn);
 // Offset after the module's import block (where module-level registrations go), at a line start.

@@ -33,6 +33,8 @@ struct RuleInfo {
   std::string_view example_bad;
   std::string_view example_good;
   bool fixable = false;         // some findings of this rule may carry a fix
+  // What the fix keeps and what it may change (docs/fix-safety.md): required for fixable rules.
+  std::string_view fix_safety{};
 };
 const std::vector<const RuleInfo*>& all_rules();
 const RuleInfo* find_rule(std::string_view code);
