@@ -50,6 +50,26 @@ bool tensors(const SemanticModel& model, const FunctionInfo& fn, const std::vect
   return std::all_of(values.begin(), values.end(), [&](TSNode v) { return model.kind_of(v, fn) == ValueKind::Tensor; });
 }
 
+// Every occurrence of `name` in `fn` lies inside `block`.
+bool only_within(const Document& doc, const FunctionInfo& fn, const std::string& name, TSNode block) {
+  bool outside = false;
+  walk_preorder(fn.node, [&](TSNode node) {
+    if (ts_node_start_byte(node) >= ts_node_start_byte(block) && ts_node_end_byte(node) <= ts_node_end_byte(block))
+      return Walk::Skip;
+    if (is_type(node, "identifier") && doc.node_text(node) == name) {
+      TSNode parent = ts_node_parent(node);
+      bool attribute_name = is_type(parent, "attribute") && ts_node_eq(field(parent, "attribute"), node);
+      bool keyword = is_type(parent, "keyword_argument") && ts_node_eq(field(parent, "name"), node);
+      if (!attribute_name && !keyword) {
+        outside = true;
+        return Walk::Stop;
+      }
+    }
+    return Walk::Descend;
+  });
+  return !outside;
+}
+
 struct Target {
   std::string lhs;        // "x = " or "return "
   std::string then_text;  // value when the test holds
@@ -79,19 +99,33 @@ struct Target {
 //         x = a
 //     else:
 //         x = b
+// Branch-local temporaries of static metadata, as `name = value` lines, by the branch that assigned them.
+struct Temporaries {
+  std::vector<std::string> then_lines, else_lines;
+  bool empty() const { return then_lines.empty() && else_lines.empty(); }
+  std::string emit(bool then_side, bool else_side, const std::string& indent, const std::string& eol) const {
+    std::string out;
+    if (then_side)
+      for (const auto& l : then_lines) out += eol + indent + l;
+    if (else_side)
+      for (const auto& l : else_lines) out += eol + indent + l;
+    return out;
+  }
+};
+
 std::string guarded_select(std::vector<Target> targets, const std::string& predicate, bool check_numel,
-                           bool check_shapes, const std::vector<std::string>& prechecks, const std::string& torch,
-                           const std::string& indent, const std::string& eol) {
+                           bool check_shapes, const std::vector<std::string>& prechecks, const Temporaries& temps,
+                           const std::string& torch, const std::string& indent, const std::string& eol) {
   std::string out = "graphmend_cond = " + predicate + eol + indent;
   // The original branch, selected by the test: what runs when a check fails.
   bool keeps_all = std::all_of(targets.begin(), targets.end(),
                                [](const Target& t) { return t.lhs == t.else_text + " = "; });
-  auto fallback = [&](const std::vector<Target>& ts, const std::string& at) {
-    std::string f = eol + at + "elif graphmend_cond:";
+  auto fallback = [&](const std::vector<Target>& ts, const std::string& at, bool with_temps) {
+    std::string f = eol + at + "elif graphmend_cond:" + temps.emit(with_temps, false, indent_step(at), eol);
     for (const auto& t : ts) f += eol + indent_step(at) + t.lhs + t.then_text;
     // An else that would only reassign each variable to itself is left out.
     if (keeps_all) return f;
-    f += eol + at + "else:";
+    f += eol + at + "else:" + temps.emit(false, with_temps, indent_step(at), eol);
     for (const auto& t : ts) f += eol + indent_step(at) + t.lhs + t.else_text;
     return f;
   };
@@ -103,10 +137,10 @@ std::string guarded_select(std::vector<Target> targets, const std::string& predi
   std::vector<std::string> checks = prechecks;
   if (check_numel) checks.push_back("graphmend_cond.numel() == 1");
   if (!check_shapes) {
-    out += "if " + join(checks) + ":";
+    out += "if " + join(checks) + ":" + temps.emit(true, true, indent_step(indent), eol);
     for (const auto& t : targets)
       out += eol + indent_step(indent) + t.lhs + torch + ".where(graphmend_cond, " + t.then_text + ", " + t.else_text + ")";
-    return out + fallback(targets, indent);
+    return out + fallback(targets, indent, true);
   }
   // Only one target is ever shape-checked (the caller refuses several).
   const std::vector<Target> original = targets;
@@ -117,6 +151,7 @@ std::string guarded_select(std::vector<Target> targets, const std::string& predi
     out += at;
   }
   std::string inner = indent_step(at);
+  if (!temps.empty()) out += temps.emit(true, true, at, eol).substr(eol.size() + at.size()) + eol + at;
   out += "graphmend_then = " + targets[0].then_text + eol + at + "graphmend_else = " + targets[0].else_text + eol + at;
   targets[0].then_text = "graphmend_then";
   targets[0].else_text = "graphmend_else";
@@ -126,8 +161,8 @@ std::string guarded_select(std::vector<Target> targets, const std::string& predi
   out += "if " + join(late) + ":";
   for (const auto& t : targets)
     out += eol + inner + t.lhs + torch + ".where(graphmend_cond, " + t.then_text + ", " + t.else_text + ")";
-  out += fallback(targets, at);
-  if (!prechecks.empty()) out += fallback(original, indent);
+  out += fallback(targets, at, false);
+  if (!prechecks.empty()) out += fallback(original, indent, true);
   return out;
 }
 
@@ -222,7 +257,7 @@ TransformResult apply(const TransformContext& ctx) {
                               : "the values of this elif chain need trace-time checks (" + check.prechecks[0] +
                                     "), which are not generated for chains yet"};
       replacement += guarded_select({{"return ", values[0], text(doc, fallback)}}, predicates[0], numel_unproven,
-                                    shapes, check.prechecks, torch.name, indent, eol);
+                                    shapes, check.prechecks, Temporaries{}, torch.name, indent, eol);
     } else {
       replacement += "return " + select(values, text(doc, fallback));
     }
@@ -246,6 +281,39 @@ TransformResult apply(const TransformContext& ctx) {
       }
     }
     if (order.empty()) return Refusal{"the branches assign nothing"};
+    // Branch-local temporaries of static metadata (`c = torch.finfo(h.dtype).max - 1000`, then `h =
+    // torch.clamp(h, -c, c)`) are computed in front of the select instead: a static value depends on no
+    // tensor's data, so computing it on the other path changes nothing a program can see, provided it is
+    // total, assigned in one branch only, and its name appears nowhere else in the function (not before,
+    // not after, not in a loop's next iteration).
+    Temporaries temps;
+    std::vector<std::string> hoisted;  // their names
+    std::vector<std::string> temp_checks;  // trace-time checks the temporaries need (torch.finfo(h.dtype): floating h)
+    for (size_t i = 0; i < branches.size(); ++i) {
+      for (TSNode s : statements(branches[i].block)) {
+        TSNode a = simple_assignment(s);
+        std::string name = text(doc, field(a, "left"));
+        TSNode rhs = field(a, "right");
+        if (model.kind_of(rhs, *fn) != ValueKind::Static) continue;
+        bool elsewhere = false;
+        for (size_t j = 0; j < branches.size(); ++j) elsewhere |= j != i && assigned[j].count(name) > 0;
+        if (elsewhere || std::find(fn->params.begin(), fn->params.end(), name) != fn->params.end()) continue;
+        if (!only_within(doc, *fn, name, branches[i].block)) continue;
+        Selectability sel = selectability(doc, model, *fn, {rhs}, {}, true);
+        if (!sel.refusal.empty()) continue;
+        for (const RaiseCondition& c : sel.checks) {
+          std::string t = check_text(doc, c, torch.name);
+          if (std::find(temp_checks.begin(), temp_checks.end(), t) == temp_checks.end()) temp_checks.push_back(t);
+        }
+        (i == 0 ? temps.then_lines : temps.else_lines).push_back(name + " = " + text(doc, rhs));
+        hoisted.push_back(name);
+        order.erase(std::find(order.begin(), order.end(), name));
+        assigned[i].erase(name);
+      }
+    }
+    if (!temps.empty() && predicates.size() > 1)
+      return Refusal{"temporaries in an elif chain are not predicated yet"};
+    if (order.empty()) return Refusal{"the branches assign only temporaries"};
     // Every value may read its own variable's old value, but no other variable the if assigns; and every
     // local it reads must exist on all paths (predication evaluates it even when the test is false).
     for (size_t i = 0; i < branches.size(); ++i) {
@@ -254,7 +322,8 @@ TransformResult apply(const TransformContext& ctx) {
           if (read != name && std::find(order.begin(), order.end(), read) != order.end())
             return Refusal{"`" + name + "` is computed from `" + read + "`, which the same if assigns"};
           bool local = fn->locals.count(read) > 0;
-          if (local && !defined_before(doc, *fn, read, stmt))
+          bool temporary = std::find(hoisted.begin(), hoisted.end(), read) != hoisted.end();
+          if (local && !temporary && !defined_before(doc, *fn, read, stmt))
             return Refusal{"`" + read + "` is only defined on some paths before the if"};
         }
       }
@@ -317,13 +386,20 @@ TransformResult apply(const TransformContext& ctx) {
       targets.push_back({name + " = ", texts.empty() ? name : texts[0], fallback});
       chain_values.push_back(texts);
     }
+    for (const std::string& c : temp_checks) {
+      if (std::find(prechecks.begin(), prechecks.end(), c) == prechecks.end()) prechecks.insert(prechecks.begin(), c);
+    }
     if (shapes && (targets.size() != 1 || predicates.size() != 1)) return Refusal{shape_reason};
     if (!prechecks.empty() && predicates.size() != 1)
       return Refusal{"the values of this elif chain need trace-time checks (" + prechecks[0] +
                      "), which are not generated for chains yet"};
     if (shapes || numel_unproven || !prechecks.empty()) {
-      replacement += guarded_select(targets, predicates[0], numel_unproven, shapes, prechecks, torch.name, indent, eol);
+      replacement += guarded_select(targets, predicates[0], numel_unproven, shapes, prechecks, temps, torch.name,
+                                    indent, eol);
     } else {
+      // Temporaries without checks are total: computed first, in their own order.
+      for (const std::string& l : temps.then_lines) replacement += l + eol + indent;
+      for (const std::string& l : temps.else_lines) replacement += l + eol + indent;
       bool hoist = targets.size() > 1 && !is_type(unparenthesize(branches[0].condition), "identifier");
       if (hoist) {
         replacement += "graphmend_cond = " + predicates[0] + eol + indent;
