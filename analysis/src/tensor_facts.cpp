@@ -18,26 +18,24 @@ bool one_of(std::string_view s, const std::array<std::string_view, N>& set) {
 }
 
 // Reductions that give one element when called without a dim.
-constexpr std::array<std::string_view, 14> kFullReductions{"sum", "mean", "max", "min", "amax", "amin", "any",
-                                                          "all", "norm", "prod", "std", "var", "median",
-                                                          "count_nonzero"};
+constexpr std::array<std::string_view, 14> kFullReductions{
+    "sum", "mean", "max", "min", "amax", "amin", "any", "all", "norm", "prod", "std", "var", "median", "count_nonzero"};
 // Element-wise ops that keep shape and dtype.
-constexpr std::array<std::string_view, 12> kSameOps{"abs", "neg", "relu", "clamp", "clip", "clone", "contiguous",
-                                                   "negative", "square", "roll", "flip", "clamp_min"};
+constexpr std::array<std::string_view, 12> kSameOps{"abs",        "neg",      "relu",   "clamp", "clip", "clone",
+                                                    "contiguous", "negative", "square", "roll",  "flip", "clamp_min"};
 // Element-wise ops that keep shape and give a floating result.
-constexpr std::array<std::string_view, 18> kFloatOps{"tanh", "sigmoid", "exp", "log", "sqrt", "rsqrt", "sin",
-                                                    "cos", "gelu", "silu", "softmax", "log_softmax", "erf",
-                                                    "reciprocal", "softplus", "elu", "leaky_relu", "mish"};
+constexpr std::array<std::string_view, 18> kFloatOps{
+    "tanh", "sigmoid", "exp",         "log", "sqrt",       "rsqrt",    "sin", "cos",        "gelu",
+    "silu", "softmax", "log_softmax", "erf", "reciprocal", "softplus", "elu", "leaky_relu", "mish"};
 // torch functions with randomness or uninitialised memory: results differ when run twice.
-constexpr std::array<std::string_view, 14> kRandomFunctions{"rand", "randn", "randint", "randperm", "rand_like",
-                                                           "randn_like", "randint_like", "bernoulli",
-                                                           "multinomial", "normal", "poisson", "empty",
-                                                           "empty_like", "dropout"};
+constexpr std::array<std::string_view, 14> kRandomFunctions{
+    "rand",      "randn",       "randint", "randperm", "rand_like", "randn_like", "randint_like",
+    "bernoulli", "multinomial", "normal",  "poisson",  "empty",     "empty_like", "dropout"};
 // Module classes without state or an `inplace` option: calling them twice computes the same thing and
 // changes nothing (but their shapes must fit).
 constexpr std::array<std::string_view, 14> kStatelessModules{
-    "Linear", "Conv1d", "Conv2d", "Conv3d", "LayerNorm", "RMSNorm", "Embedding", "GELU",
-    "Tanh", "Sigmoid", "Identity", "Softmax", "GroupNorm", "Bilinear"};
+    "Linear", "Conv1d", "Conv2d",  "Conv3d",   "LayerNorm", "RMSNorm",   "Embedding",
+    "GELU",   "Tanh",   "Sigmoid", "Identity", "Softmax",   "GroupNorm", "Bilinear"};
 
 TSNode callee_of(TSNode call) { return unparenthesize(field(call, "function")); }
 std::string text(const Document& doc, TSNode node) { return std::string(doc.node_text(node)); }
@@ -85,16 +83,16 @@ const SpeculationOp* find_op(std::string_view name, char form) {
 // Modules with an `inplace` option: the engine does not read constructor arguments, so a call may write
 // its input.
 constexpr std::array<std::string_view, 10> kInplaceOptionModules{"ReLU", "ReLU6", "SiLU", "LeakyReLU", "Mish",
-                                                                 "ELU", "SELU", "CELU", "Hardtanh", "Hardswish"};
+                                                                 "ELU",  "SELU",  "CELU", "Hardtanh",  "Hardswish"};
 // Tensor attributes that are metadata (never raise on a real tensor).
-constexpr std::array<std::string_view, 9> kMetadataAttributes{"shape", "dtype", "device", "ndim", "is_cuda",
-                                                              "requires_grad", "data", "layout", "is_leaf"};
+constexpr std::array<std::string_view, 9> kMetadataAttributes{"shape",         "dtype", "device", "ndim",   "is_cuda",
+                                                              "requires_grad", "data",  "layout", "is_leaf"};
 // Tensor methods that read metadata.
-constexpr std::array<std::string_view, 7> kMetadataMethods{"size", "dim", "numel", "is_floating_point",
-                                                           "is_complex", "element_size", "is_contiguous"};
+constexpr std::array<std::string_view, 7> kMetadataMethods{
+    "size", "dim", "numel", "is_floating_point", "is_complex", "element_size", "is_contiguous"};
 // Tensor methods that leave the graph or touch autograd state.
-constexpr std::array<std::string_view, 7> kGraphExitMethods{"item", "tolist", "numpy", "backward", "register_hook",
-                                                            "retain_grad", "requires_grad_"};
+constexpr std::array<std::string_view, 7> kGraphExitMethods{"item",          "tolist",      "numpy",         "backward",
+                                                            "register_hook", "retain_grad", "requires_grad_"};
 // Python builtins that cannot raise on static numbers.
 constexpr std::array<std::string_view, 7> kStaticBuiltins{"int", "float", "bool", "abs", "min", "max", "round"};
 
@@ -129,8 +127,10 @@ class Speculator {
       }
       for (TSNode c : parts) visit(c, depth + 1);
       for (TSNode c : named_children(expr)) {
-        if (!is_static(c)) return raise("`" + short_text(expr) + "` calls bool() on a tensor, which raises for more "
-                                        "than one element");
+        if (!is_static(c))
+          return raise("`" + short_text(expr) +
+                       "` calls bool() on a tensor, which raises for more "
+                       "than one element");
       }
       return;
     }
@@ -203,7 +203,8 @@ class Speculator {
     if (d == DtypeNeed::Any || !maybe_tensor(subject)) return;
     std::string s = text(doc_, unparenthesize(subject));
     if (d == DtypeNeed::NotBool)
-      need(RaiseCondition::Kind::NotBool, subject, "notbool:" + s, "`" + op + "` raises when `" + s + "` is a bool tensor");
+      need(RaiseCondition::Kind::NotBool, subject, "notbool:" + s,
+           "`" + op + "` raises when `" + s + "` is a bool tensor");
     else
       need(RaiseCondition::Kind::Floating, subject, "floating:" + s,
            "`" + op + "` raises when `" + s + "` is an integer or bool tensor");
@@ -328,7 +329,8 @@ class Speculator {
     if (is_static(value)) {
       // `x.shape[i]` with a literal i: x needs enough dimensions; other static subscripts may be out of range.
       if (indices.size() == 2 && is_type(v, "attribute") && text(doc_, field(v, "attribute")) == "shape") {
-        if (auto i = int_literal(indices[1])) return need_dims(field(v, "object"), dims_for(*i), "len", text(doc_, expr));
+        if (auto i = int_literal(indices[1]))
+          return need_dims(field(v, "object"), dims_for(*i), "len", text(doc_, expr));
       }
       for (size_t i = 1; i < indices.size(); ++i) {
         if (!is_type(indices[i], "slice"))
@@ -370,9 +372,7 @@ class Speculator {
         dim = value;
         continue;
       }
-      if (op.args == ArgForm::Dim && name == "keepdim" &&
-          (is_type(value, "true") || is_type(value, "false")))
-        continue;
+      if (op.args == ArgForm::Dim && name == "keepdim" && (is_type(value, "true") || is_type(value, "false"))) continue;
       raise("`" + e + "` passes `" + name + "=`, which the engine cannot prove safe");
       return false;
     }
@@ -504,8 +504,9 @@ class Speculator {
         if (result.needs.size() != before) return raise("`" + e + "` may raise for shapes that do not broadcast");
         return;
       }
-      if (form == 'T' && (lname == "logical_and" || lname == "logical_or" || lname == "logical_xor" ||
-                          lname == "maximum" || lname == "minimum") &&
+      if (form == 'T' &&
+          (lname == "logical_and" || lname == "logical_or" || lname == "logical_xor" || lname == "maximum" ||
+           lname == "minimum") &&
           positional.size() == 2 && keywords.empty())
         return broadcast(expr, positional[0], positional[1]);
       if (form == 'T' && lname == "finfo" && positional.size() == 1 && keywords.empty()) {
@@ -537,7 +538,8 @@ class Speculator {
       std::string ctor = model_.attribute_constructor(top->owner, last);
       std::string_view cls = std::string_view(ctor).substr(ctor.rfind('.') + 1);
       if (!ctor.starts_with("torch.nn."))
-        return effect("`" + callee_text + "` calls a module whose forward may have side effects (statistics, "
+        return effect("`" + callee_text +
+                      "` calls a module whose forward may have side effects (statistics, "
                       "dropout, caches), and predication would run it on both paths");
       for (const SpeculationModule& m : kSpeculationModules) {
         if (m.name == cls && positional.size() == 1 && keywords.empty()) return need_dtype(m.dtype, positional[0], e);
@@ -547,14 +549,15 @@ class Speculator {
                       ", which may be built with inplace=True and write its input");
       if (one_of(cls, kStatelessModules))
         return raise("`" + e + "` may raise for some input shapes on the path the original does not take");
-      return effect("`" + callee_text + "` calls a module whose forward may have side effects (statistics, "
+      return effect("`" + callee_text +
+                    "` calls a module whose forward may have side effects (statistics, "
                     "dropout, caches), and predication would run it on both paths");
     }
 
     // Python builtins on static numbers.
     if (is_type(callee, "identifier") && one_of(std::string_view(callee_text), kStaticBuiltins)) {
-      bool all_static = keywords.empty() && std::all_of(positional.begin(), positional.end(),
-                                                        [&](TSNode p) { return is_static(p); });
+      bool all_static =
+          keywords.empty() && std::all_of(positional.begin(), positional.end(), [&](TSNode p) { return is_static(p); });
       if (all_static && (positional.size() == 1 || ((last == "min" || last == "max") && positional.size() >= 2) ||
                          (last == "round" && positional.size() == 2)))
         return;
@@ -563,8 +566,8 @@ class Speculator {
   }
 
   static bool is_dtype_name(std::string_view n) {
-    return is_floating_dtype_name(n) || n == "bool" || n == "int8" || n == "uint8" || n == "int16" ||
-           n == "int32" || n == "int64" || n == "int" || n == "long" || n == "short";
+    return is_floating_dtype_name(n) || n == "bool" || n == "int8" || n == "uint8" || n == "int16" || n == "int32" ||
+           n == "int64" || n == "int" || n == "long" || n == "short";
   }
   static bool is_floating_dtype_name(std::string_view n) {
     return n == "float16" || n == "float32" || n == "float64" || n == "bfloat16" || n == "half" || n == "float" ||
@@ -622,7 +625,8 @@ std::string why_not_total(const Document& doc, const SemanticModel& model, TSNod
   if (!s.effect.empty()) return s.effect;
   if (!s.raises.empty()) return s.raises;
   for (const RaiseCondition& c : s.needs) {
-    if (!established(c, facts) && !proven(doc, model, c, fn)) return c.why + ", on a path where the original did not run it";
+    if (!established(c, facts) && !proven(doc, model, c, fn))
+      return c.why + ", on a path where the original did not run it";
   }
   return "";
 }
@@ -718,7 +722,8 @@ bool is_bool_valued(const Document& doc, const SemanticModel& model, TSNode expr
     return model.kind_of(expr, fn) == ValueKind::Tensor;
   }
   if (t == "unary_operator")
-    return text(doc, field(expr, "operator")) == "~" && is_bool_valued(doc, model, field(expr, "argument"), fn, depth + 1);
+    return text(doc, field(expr, "operator")) == "~" &&
+           is_bool_valued(doc, model, field(expr, "argument"), fn, depth + 1);
   if (t == "binary_operator") {
     std::string op = text(doc, field(expr, "operator"));
     return (op == "&" || op == "|" || op == "^") && is_bool_valued(doc, model, field(expr, "left"), fn, depth + 1) &&
@@ -890,9 +895,12 @@ ValueShape shape_of(const Document& doc, const SemanticModel& model, TSNode expr
              (model.kind_of(n, fn) == ValueKind::Tensor && is_one_element(doc, model, n, fn));
     };
     ValueShape out;
-    if (ls.likeness != Likeness::None && (scalar(r) || (rs.base == ls.base && rs.likeness != Likeness::None))) out = ls;
-    else if (rs.likeness != Likeness::None && scalar(l)) out = rs;
-    else return {};
+    if (ls.likeness != Likeness::None && (scalar(r) || (rs.base == ls.base && rs.likeness != Likeness::None)))
+      out = ls;
+    else if (rs.likeness != Likeness::None && scalar(l))
+      out = rs;
+    else
+      return {};
     bool floaty = op == "/" || is_type(l, "float") || is_type(r, "float") || ls.likeness == Likeness::Floating ||
                   rs.likeness == Likeness::Floating;
     out.likeness = floaty ? Likeness::Floating : Likeness::Same;
@@ -939,8 +947,8 @@ std::string autograd_hazard(const Document& doc, const SemanticModel& model, TSN
     if (t == "binary_operator") {
       std::string op = text(doc, field(node, "operator"));
       TSNode l = field(node, "left"), r = field(node, "right");
-      bool linear = op == "+" || op == "-" || ((op == "*") && (is_static(l) || is_static(r))) ||
-                    (op == "/" && is_static(r));
+      bool linear =
+          op == "+" || op == "-" || ((op == "*") && (is_static(l) || is_static(r))) || (op == "/" && is_static(r));
       if (!linear) {
         found = text(doc, node);
         return;
@@ -955,12 +963,14 @@ std::string autograd_hazard(const Document& doc, const SemanticModel& model, TSN
       TSNode callee = unparenthesize(field(node, "function"));
       std::string c = text(doc, callee);
       std::string last = c.substr(c.rfind('.') + 1);
-      for (const char* linear : {"clone", "contiguous", "float", "double", "half", "bfloat16", "reshape", "flatten",
-                                 "ravel", "unsqueeze", "sum", "mean", "clamp", "clip", "clamp_min", "clamp_max",
-                                 "relu", "type_as", "to", "where", "maximum", "minimum"}) {
+      for (const char* linear :
+           {"clone", "contiguous", "float", "double", "half",    "bfloat16", "reshape",   "flatten",
+            "ravel", "unsqueeze",  "sum",   "mean",   "clamp",   "clip",     "clamp_min", "clamp_max",
+            "relu",  "type_as",    "to",    "where",  "maximum", "minimum"}) {
         if (last == linear) {
           if (is_type(callee, "attribute")) visit(field(callee, "object"));
-          for (TSNode a : named_children(field(node, "arguments"))) visit(is_type(a, "keyword_argument") ? field(a, "value") : a);
+          for (TSNode a : named_children(field(node, "arguments")))
+            visit(is_type(a, "keyword_argument") ? field(a, "value") : a);
           return;
         }
       }

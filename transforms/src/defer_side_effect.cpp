@@ -161,10 +161,12 @@ std::string why_effects_follow(const Document& doc, const SemanticModel& model, 
     std::string last = callee.substr(callee.rfind('.') + 1);
     return callee.starts_with("_graphmend_") || callee == "warnings.warn" ||
            ((last == "debug" || last == "info" || last == "warning" || last == "error" || last == "warning_once" ||
-             last == "info_once") && is_type(field(c, "function"), "attribute") &&
+             last == "info_once") &&
+            is_type(field(c, "function"), "attribute") &&
             model.is_module_logger(text(doc, field(field(c, "function"), "object"))));
   };
-  for (TSNode next = ts_node_next_named_sibling(stmt); !ts_node_is_null(next); next = ts_node_next_named_sibling(next)) {
+  for (TSNode next = ts_node_next_named_sibling(stmt); !ts_node_is_null(next);
+       next = ts_node_next_named_sibling(next)) {
     if (is_type(next, "comment") || is_type(next, "pass_statement")) continue;
     TSNode expr{};
     if (is_type(next, "return_statement")) {
@@ -179,7 +181,8 @@ std::string why_effects_follow(const Document& doc, const SemanticModel& model, 
         continue;
       }
     } else {
-      return "`" + std::string(doc.node_text(next).substr(0, 60)) + "` follows the call, and a deferred call would "
+      return "`" + std::string(doc.node_text(next).substr(0, 60)) +
+             "` follows the call, and a deferred call would "
              "move past it";
     }
     if (auto why = why_not_total(doc, model, expr, fn); !why.empty())
@@ -206,7 +209,8 @@ TransformResult apply(const TransformContext& ctx) {
   if (torch.import_edit) fix.edits.push_back(*torch.import_edit);
   auto register_at = [&](uint32_t offset, const std::string& function, const std::string& prefix) {
     if (prefix.empty() && model.is_deferred(function)) return;
-    std::string line = torch.name + kRegistry + function + ")  # graphmend: " + function + " runs after the graph" + eol;
+    std::string line =
+        torch.name + kRegistry + function + ")  # graphmend: " + function + " runs after the graph" + eol;
     std::string insert = prefix + line;
     if (offset == doc.text().size() && !doc.text().empty() && doc.text().back() != '\n') insert = eol + insert;
     fix.edits.push_back({{offset, offset}, insert});
@@ -223,9 +227,12 @@ TransformResult apply(const TransformContext& ctx) {
         std::string key = text(doc, field(a, "name"));
         TSNode value = field(a, "value");
         std::string literal = plain_string(doc, value);
-        if (key == "sep" && is_type(value, "string") && literal != "\x01") sep = literal;
-        else if (key == "end" && (literal == "\n")) continue;
-        else return Refusal{"`print(..., " + text(doc, a) + ")` has no in-graph equivalent"};
+        if (key == "sep" && is_type(value, "string") && literal != "\x01")
+          sep = literal;
+        else if (key == "end" && (literal == "\n"))
+          continue;
+        else
+          return Refusal{"`print(..., " + text(doc, a) + ")` has no in-graph equivalent"};
         continue;
       }
       if (is_type(a, "list_splat") || is_type(a, "dictionary_splat")) return Refusal{"print with * arguments"};
@@ -244,7 +251,8 @@ TransformResult apply(const TransformContext& ctx) {
       auto t = type_of(values[i]);
       bool scalar = t == "integer" || t == "float" || t == "true" || t == "false";
       if (k != ValueKind::Tensor && !scalar && !is_shape_int(doc, model, *fn, values[i]))
-        return Refusal{"the argument `" + text(doc, values[i]) + "` is not a tensor, number or string the in-graph "
+        return Refusal{"the argument `" + text(doc, values[i]) +
+                       "` is not a tensor, number or string the in-graph "
                        "print can take"};
       format += "{!s}";
       passed.push_back(text(doc, values[i]));
@@ -253,8 +261,9 @@ TransformResult apply(const TransformContext& ctx) {
     for (const auto& p : passed) replacement += ", " + p;
     replacement += ")";
     fix.edits.push_back({node_range(call), replacement});
-    fix.title = "Print inside the graph with torch._higher_order_ops.print (same text in eager runs; runs in "
-                "program order under torch.compile)";
+    fix.title =
+        "Print inside the graph with torch._higher_order_ops.print (same text in eager runs; runs in "
+        "program order under torch.compile)";
     return fix;
   }
 
@@ -268,7 +277,8 @@ TransformResult apply(const TransformContext& ctx) {
     fix.edits.push_back({{ts_node_start_byte(stmt), ts_node_start_byte(stmt)},
                          "if not " + torch.name + ".compiler.is_compiling():" + eol + inner});
     fix.applicability = Applicability::Unsafe;
-    fix.title = "Skip `" + callee_text + "` while compiling: eager runs are unchanged, but under torch.compile the "
+    fix.title = "Skip `" + callee_text +
+                "` while compiling: eager runs are unchanged, but under torch.compile the "
                 "message is not emitted (torch 2.13 drops deferred calls made from inlined frames)";
     return fix;
   }
@@ -280,12 +290,14 @@ TransformResult apply(const TransformContext& ctx) {
     if (doc.text().find("def " + wrapper + "(") == std::string::npos) {
       // stacklevel + 1 keeps the warning's file and line at the caller, as the direct call had them.
       std::string def = eol + eol + "def " + wrapper + "(message, category=None, stacklevel=1, source=None):" + eol +
-                        "    \"\"\"`" + callee_text + "`, run by Dynamo after the graph instead of breaking it (graphmend GM204).\"\"\"" +
-                        eol + "    " + callee_text + "(message, category, stacklevel + 1, source)" + eol + eol + eol;
+                        "    \"\"\"`" + callee_text +
+                        "`, run by Dynamo after the graph instead of breaking it (graphmend GM204).\"\"\"" + eol +
+                        "    " + callee_text + "(message, category, stacklevel + 1, source)" + eol + eol + eol;
       register_at(after_imports_offset(doc), wrapper, def);
     }
     fix.edits.push_back({node_range(callee), wrapper});
-    fix.title = "Run `" + callee_text + "` after the graph through a wrapper registered in Dynamo's "
+    fix.title = "Run `" + callee_text +
+                "` after the graph through a wrapper registered in Dynamo's "
                 "reorderable_logging_functions (this function is the torch.compile entry)";
     return fix;
   }
@@ -328,7 +340,8 @@ TransformResult apply(const TransformContext& ctx) {
     register_at(at, wrapper, def);
   }
   fix.edits.push_back({node_range(callee), wrapper});
-  fix.title = "Run `" + callee_text + "` after the graph through a module-level wrapper registered in Dynamo's "
+  fix.title = "Run `" + callee_text +
+              "` after the graph through a module-level wrapper registered in Dynamo's "
               "reorderable_logging_functions (this function is the torch.compile entry; same message and order)";
   return fix;
 }

@@ -20,8 +20,10 @@ bool elementwise_mask_of(const Document& doc, const SemanticModel& model, TSNode
     bool has_base = false;
     for (uint32_t i = 0; i < ts_node_named_child_count(mask); ++i) {
       TSNode o = unparenthesize(ts_node_named_child(mask, i));
-      if (is_type(o, "identifier") && text(doc, o) == base) has_base = true;
-      else if (model.kind_of(o, fn) != ValueKind::Static) return false;
+      if (is_type(o, "identifier") && text(doc, o) == base)
+        has_base = true;
+      else if (model.kind_of(o, fn) != ValueKind::Static)
+        return false;
     }
     return has_base;
   }
@@ -79,8 +81,9 @@ TransformResult apply(const TransformContext& ctx) {
   if (reduction == "mean") dense = "(" + dense + " / (" + m + ").sum())";
   Fix fix;
   fix.applicability = Applicability::Unsafe;
-  fix.title = "Reduce densely with torch.where instead of selecting with the mask (unsafe: the sum runs in another "
-              "order and can differ in the last bits)";
+  fix.title =
+      "Reduce densely with torch.where instead of selecting with the mask (unsafe: the sum runs in another "
+      "order and can differ in the last bits)";
   fix.edits.push_back({node_range(call), dense});
   if (torch.import_edit) fix.edits.push_back(*torch.import_edit);
   return fix;

@@ -36,12 +36,14 @@ TransformResult apply(const TransformContext& ctx) {
        p = ts_node_parent(p)) {
     if (!is_type(p, "try_statement")) continue;
     TSNode body = field(p, "body");
-    bool in_body = ts_node_start_byte(node) >= ts_node_start_byte(body) && ts_node_end_byte(node) <= ts_node_end_byte(body);
+    bool in_body =
+        ts_node_start_byte(node) >= ts_node_start_byte(body) && ts_node_end_byte(node) <= ts_node_end_byte(body);
     bool handles = false;
     for (TSNode c : named_children(p)) handles |= is_type(c, "except_clause") || is_type(c, "except_group_clause");
     if (in_body && handles)
-      return Refusal{"the guard sits in a `try` whose handlers could catch its exception; under torch.compile the "
-                     "assertion raises RuntimeError outside them"};
+      return Refusal{
+          "the guard sits in a `try` whose handlers could catch its exception; under torch.compile the "
+          "assertion raises RuntimeError outside them"};
   }
   TSNode condition = field(node, "condition");
   TorchName torch = torch_name(doc, ctx.model);
@@ -50,7 +52,8 @@ TransformResult apply(const TransformContext& ctx) {
   // decides it at trace time); only the tensor part goes into the graph.
   std::string static_guard;
   TSNode tensor_test = condition;
-  if (TSNode c = unparenthesize(condition); is_type(c, "boolean_operator") && text(doc, field(c, "operator")) == "and") {
+  if (TSNode c = unparenthesize(condition);
+      is_type(c, "boolean_operator") && text(doc, field(c, "operator")) == "and") {
     ValueKind left = ctx.model.kind_of(field(c, "left"), *fn);
     if (left == ValueKind::Static) {
       static_guard = text(doc, field(c, "left"));
@@ -120,8 +123,9 @@ TransformResult apply(const TransformContext& ctx) {
   if (!static_guard.empty()) {
     assertion = "if " + static_guard + ":" + eol + indent_step(inner) + assertion;
   }
-  std::string replacement = "if " + torch.name + ".compiler.is_compiling():" + eol + inner + assertion +
-                            eol + indent + "el" + std::string(doc.node_text(node).substr(0, ts_node_end_byte(condition) - ts_node_start_byte(node)));
+  std::string replacement =
+      "if " + torch.name + ".compiler.is_compiling():" + eol + inner + assertion + eol + indent + "el" +
+      std::string(doc.node_text(node).substr(0, ts_node_end_byte(condition) - ts_node_start_byte(node)));
   Fix fix;
   fix.applicability = Applicability::Unsafe;
   std::string changes = "under torch.compile a failing check raises RuntimeError";
@@ -129,8 +133,8 @@ TransformResult apply(const TransformContext& ctx) {
   if (!message_kept) changes += " with the message " + message;
   if (has_cause) changes += ", without the `from` cause";
   changes += " (on CUDA an asynchronous device-side assert that poisons the CUDA context)";
-  fix.title = "Keep the guard in the graph with torch._assert_async; eager runs raise the original exception, but " +
-              changes;
+  fix.title =
+      "Keep the guard in the graph with torch._assert_async; eager runs raise the original exception, but " + changes;
   fix.edits.push_back({{ts_node_start_byte(node), ts_node_end_byte(condition)}, replacement});
   if (torch.import_edit) fix.edits.push_back(*torch.import_edit);
   return fix;

@@ -25,7 +25,8 @@ std::string as_bool(const Document& doc, TSNode test) {
 std::string why_tests_not_total(const Document& doc, const SemanticModel& model, TSNode condition,
                                 const FunctionInfo& fn, const std::vector<RaiseCondition>& facts) {
   condition = unparenthesize(condition);
-  if (is_type(condition, "not_operator")) return why_tests_not_total(doc, model, field(condition, "argument"), fn, facts);
+  if (is_type(condition, "not_operator"))
+    return why_tests_not_total(doc, model, field(condition, "argument"), fn, facts);
   if (is_type(condition, "boolean_operator")) {
     if (auto w = why_tests_not_total(doc, model, field(condition, "left"), fn, facts); !w.empty()) return w;
     return why_tests_not_total(doc, model, field(condition, "right"), fn, facts);
@@ -67,7 +68,8 @@ std::string predicate_text(const Document& doc, const SemanticModel& model, TSNo
       *numel_unproven = true;
       return as_bool(doc, condition);
     }
-    why = "the test `" + text(doc, condition) + "` is not provably a single element (torch.where would select "
+    why = "the test `" + text(doc, condition) +
+          "` is not provably a single element (torch.where would select "
           "element-wise where the original raises)";
     return "";
   }
@@ -107,8 +109,9 @@ SelectCheck check_select(const Document& doc, const SemanticModel& model, const 
     // e.g. `x / 2` against `x`: equal dtypes only when x is floating.
     const bool floating = local_is_floating(doc, model, base, fn);
     if (!floating) {
-      out.shape_unproven = "`" + base + "` may be an integer tensor, and one branch gives a floating result: "
-                    "torch.where would change the other branch's dtype";
+      out.shape_unproven = "`" + base +
+                           "` may be an integer tensor, and one branch gives a floating result: "
+                           "torch.where would change the other branch's dtype";
     }
   }
   if (under_no_grad(doc, statement)) {
@@ -118,11 +121,13 @@ SelectCheck check_select(const Document& doc, const SemanticModel& model, const 
     bool passes_through = keeps_old_value;
     for (TSNode v : values) {
       TSNode u = unparenthesize(v);
-      passes_through |= (is_type(u, "identifier") || is_type(u, "attribute")) && model.kind_of(u, fn) != ValueKind::Static;
+      passes_through |=
+          (is_type(u, "identifier") || is_type(u, "attribute")) && model.kind_of(u, fn) != ValueKind::Static;
     }
     if (passes_through)
-      out.hazard = "under torch.no_grad the selected tensor never requires grad, where the original returns an "
-                   "input tensor itself";
+      out.hazard =
+          "under torch.no_grad the selected tensor never requires grad, where the original returns an "
+          "input tensor itself";
   }
   return out;
 }

@@ -118,8 +118,8 @@ std::string guarded_select(std::vector<Target> targets, const std::string& predi
                            const std::string& torch, const std::string& indent, const std::string& eol) {
   std::string out = "graphmend_cond = " + predicate + eol + indent;
   // The original branch, selected by the test: what runs when a check fails.
-  bool keeps_all = std::all_of(targets.begin(), targets.end(),
-                               [](const Target& t) { return t.lhs == t.else_text + " = "; });
+  bool keeps_all =
+      std::all_of(targets.begin(), targets.end(), [](const Target& t) { return t.lhs == t.else_text + " = "; });
   auto fallback = [&](const std::vector<Target>& ts, const std::string& at, bool with_temps) {
     std::string f = eol + at + "elif graphmend_cond:" + temps.emit(with_temps, false, indent_step(at), eol);
     for (const auto& t : ts) f += eol + indent_step(at) + t.lhs + t.then_text;
@@ -139,7 +139,8 @@ std::string guarded_select(std::vector<Target> targets, const std::string& predi
   if (!check_shapes) {
     out += "if " + join(checks) + ":" + temps.emit(true, true, indent_step(indent), eol);
     for (const auto& t : targets)
-      out += eol + indent_step(indent) + t.lhs + torch + ".where(graphmend_cond, " + t.then_text + ", " + t.else_text + ")";
+      out += eol + indent_step(indent) + t.lhs + torch + ".where(graphmend_cond, " + t.then_text + ", " + t.else_text +
+             ")";
     return out + fallback(targets, indent, true);
   }
   // Only one target is ever shape-checked (the caller refuses several).
@@ -205,8 +206,9 @@ TransformResult apply(const TransformContext& ctx) {
     predicates.push_back(p);
   }
   if (numel_unproven && predicates.size() > 1)
-    return Refusal{"the tests of this elif chain are not provably single elements (torch.where would select "
-                   "element-wise where the original raises)"};
+    return Refusal{
+        "the tests of this elif chain are not provably single elements (torch.where would select "
+        "element-wise where the original raises)"};
 
   std::string indent = indentation_of(doc, stmt);
   std::string eol(detect_line_ending(doc.text()));
@@ -218,7 +220,8 @@ TransformResult apply(const TransformContext& ctx) {
   // Nested select over the chain: where(c1, v1, where(c2, v2, v_else)).
   auto select = [&](const std::vector<std::string>& values, const std::string& fallback) {
     std::string out = fallback;
-    for (size_t i = predicates.size(); i-- > 0;) out = torch.name + ".where(" + predicates[i] + ", " + values[i] + ", " + out + ")";
+    for (size_t i = predicates.size(); i-- > 0;)
+      out = torch.name + ".where(" + predicates[i] + ", " + values[i] + ", " + out + ")";
     return out;
   };
 
@@ -263,7 +266,7 @@ TransformResult apply(const TransformContext& ctx) {
     }
   } else {
     // Form: assignments.
-    std::vector<std::string> order;                          // variables in first-assignment order
+    std::vector<std::string> order;                                        // variables in first-assignment order
     std::vector<std::map<std::string, TSNode>> assigned(branches.size());  // per branch: var -> value
     for (size_t i = 0; i < branches.size(); ++i) {
       for (TSNode s : statements(branches[i].block)) {
@@ -271,8 +274,8 @@ TransformResult apply(const TransformContext& ctx) {
         if (ts_node_is_null(a)) {
           if (is_type(s, "continue_statement") || is_type(s, "break_statement"))
             return Refusal{"`" + text(doc, s) + "` changes which code runs, and torch.where can only select values"};
-          return Refusal{"the branch does more than assign variables (`" +
-                         std::string(doc.node_text(s).substr(0, 60)) + "`)"};
+          return Refusal{"the branch does more than assign variables (`" + std::string(doc.node_text(s).substr(0, 60)) +
+                         "`)"};
         }
         std::string name = text(doc, field(a, "left"));
         if (assigned[i].count(name)) return Refusal{"`" + name + "` is assigned twice in one branch"};
@@ -287,7 +290,7 @@ TransformResult apply(const TransformContext& ctx) {
     // total, assigned in one branch only, and its name appears nowhere else in the function (not before,
     // not after, not in a loop's next iteration).
     Temporaries temps;
-    std::vector<std::string> hoisted;  // their names
+    std::vector<std::string> hoisted;      // their names
     std::vector<std::string> temp_checks;  // trace-time checks the temporaries need (torch.finfo(h.dtype): floating h)
     for (size_t i = 0; i < branches.size(); ++i) {
       for (TSNode s : statements(branches[i].block)) {
@@ -311,8 +314,7 @@ TransformResult apply(const TransformContext& ctx) {
         assigned[i].erase(name);
       }
     }
-    if (!temps.empty() && predicates.size() > 1)
-      return Refusal{"temporaries in an elif chain are not predicated yet"};
+    if (!temps.empty() && predicates.size() > 1) return Refusal{"temporaries in an elif chain are not predicated yet"};
     if (order.empty()) return Refusal{"the branches assign only temporaries"};
     // Every value may read its own variable's old value, but no other variable the if assigns; and every
     // local it reads must exist on all paths (predication evaluates it even when the test is false).
@@ -328,7 +330,8 @@ TransformResult apply(const TransformContext& ctx) {
         }
       }
     }
-    if (order.size() > 1 && predicates.size() > 1) return Refusal{"elif chains that assign several variables are not predicated yet"};
+    if (order.size() > 1 && predicates.size() > 1)
+      return Refusal{"elif chains that assign several variables are not predicated yet"};
     std::vector<Target> targets;
     std::vector<std::string> prechecks;  // trace-time checks every value needs before it may be evaluated
     std::vector<std::vector<std::string>> chain_values;  // per variable: the values of the conditional branches
@@ -394,8 +397,8 @@ TransformResult apply(const TransformContext& ctx) {
       return Refusal{"the values of this elif chain need trace-time checks (" + prechecks[0] +
                      "), which are not generated for chains yet"};
     if (shapes || numel_unproven || !prechecks.empty()) {
-      replacement += guarded_select(targets, predicates[0], numel_unproven, shapes, prechecks, temps, torch.name,
-                                    indent, eol);
+      replacement +=
+          guarded_select(targets, predicates[0], numel_unproven, shapes, prechecks, temps, torch.name, indent, eol);
     } else {
       // Temporaries without checks are total: computed first, in their own order.
       for (const std::string& l : temps.then_lines) replacement += l + eol + indent;

@@ -19,9 +19,9 @@ TransformResult apply(const TransformContext& ctx) {
   if (predicate.empty()) return Refusal{why};
   if (auto unusable = why_torch_unusable(doc, ctx.model, fn, torch); !unusable.empty()) return Refusal{unusable};
   // `y = a if t else b`: y becomes a new tensor, where the original may bind an input itself.
-  if (TSNode parent = ts_node_parent(node); is_type(parent, "assignment") && is_type(field(parent, "left"), "identifier")) {
-    if (auto written = why_written_in_place_after(doc, *fn, text(doc, field(parent, "left")), parent);
-        !written.empty())
+  if (TSNode parent = ts_node_parent(node);
+      is_type(parent, "assignment") && is_type(field(parent, "left"), "identifier")) {
+    if (auto written = why_written_in_place_after(doc, *fn, text(doc, field(parent, "left")), parent); !written.empty())
       return Refusal{written};
   }
   SelectCheck check =

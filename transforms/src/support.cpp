@@ -178,8 +178,8 @@ TSNode first_binding(const Document& doc, TSNode scope, std::string_view name, b
   TSNode found{};
   walk_preorder(scope, [&](TSNode node) {
     if (skip_function_bodies && !ts_node_eq(node, scope) &&
-        (is_type(node, "block") && (is_type(ts_node_parent(node), "function_definition") ||
-                                    is_type(ts_node_parent(node), "class_definition"))))
+        (is_type(node, "block") &&
+         (is_type(ts_node_parent(node), "function_definition") || is_type(ts_node_parent(node), "class_definition"))))
       return Walk::Skip;
     if (skip_function_bodies && is_type(node, "parameters")) return Walk::Skip;
     if (is_type(node, "identifier") && doc.node_text(node) == name && is_binding_occurrence(doc, node)) {
@@ -207,8 +207,8 @@ std::string why_torch_unusable(const Document& doc, const SemanticModel& model, 
     TSNode b = first_binding(doc, f->node, torch.name, false);
     if (!ts_node_is_null(b)) {
       uint32_t line = doc.lines().line_of(ts_node_start_byte(b)) + 1;
-      return "`" + torch.name + "` is rebound in `" + f->name + "` (line " + std::to_string(line) +
-             "), so the `" + torch.name + ".…` the fix inserts would not name the torch module";
+      return "`" + torch.name + "` is rebound in `" + f->name + "` (line " + std::to_string(line) + "), so the `" +
+             torch.name + ".…` the fix inserts would not name the torch module";
     }
   }
   TSNode b = first_binding(doc, doc.root(), torch.name, true);
@@ -255,7 +255,8 @@ std::string why_written_in_place_after(const Document& doc, const FunctionInfo& 
       target = field(node, "left");
     } else if (is_type(node, "assignment")) {
       TSNode left = field(node, "left");
-      if (is_type(left, "subscript") || is_type(left, "attribute")) target = field(left, is_type(left, "subscript") ? "value" : "object");
+      if (is_type(left, "subscript") || is_type(left, "attribute"))
+        target = field(left, is_type(left, "subscript") ? "value" : "object");
     } else if (is_type(node, "call")) {
       TSNode callee = field(node, "function");
       if (is_type(callee, "attribute")) {

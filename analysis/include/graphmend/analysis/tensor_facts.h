@@ -6,10 +6,10 @@
 // operation table (speculation_ops.def) against the installed torch.
 #pragma once
 
+#include <tree_sitter/api.h>
+
 #include <string>
 #include <vector>
-
-#include <tree_sitter/api.h>
 
 #include "graphmend/analysis/document.h"
 #include "graphmend/analysis/semantic.h"
@@ -28,10 +28,10 @@ struct RaiseCondition {
     NonEmpty,   // `x.max()`, `x.amin()`: x needs at least one element
   };
   Kind kind;
-  TSNode subject{};   // the tensor expression the condition is about
-  TSNode other{};     // Broadcast: the second operand
-  std::string key;    // identity: same key, same condition and same exception when it fails
-  std::string why;    // "`-x` raises for a bool tensor"
+  TSNode subject{};  // the tensor expression the condition is about
+  TSNode other{};    // Broadcast: the second operand
+  std::string key;   // identity: same key, same condition and same exception when it fails
+  std::string why;   // "`-x` raises for a bool tensor"
 };
 
 // What running `expr` on a path the original program did not take could change.
