@@ -26,6 +26,9 @@ if [ -f bench/lsp_latency.py ]; then
   "$py" bench/lsp_latency.py  # finds the server through GRAPHMEND_BIN
 fi
 
+echo "== differential oracle (safe fixes against every observation: fixtures and generated forwards)"
+"$py" bench/differential_oracle.py
+
 echo "== Hugging Face models (break census, detection, fixes, outputs, timing)"
 "$py" bench/hf/run.py --jobs "${BENCH_JOBS:-2}" "${quick[@]}" "$@"
 
