@@ -988,6 +988,53 @@ std::string autograd_hazard(const Document& doc, const SemanticModel& model, TSN
   return found;
 }
 
+std::vector<std::string> differentiable_reads(const Document& doc, const SemanticModel& model, TSNode expr,
+                                              const FunctionInfo& fn) {
+  std::vector<std::string> reads;
+  auto add = [&](TSNode n) {
+    std::string t = text(doc, unparenthesize(n));
+    if (std::find(reads.begin(), reads.end(), t) == reads.end()) reads.push_back(t);
+  };
+  std::function<void(TSNode)> visit = [&](TSNode node) {
+    node = unparenthesize(node);
+    if (ts_node_is_null(node)) return;
+    ValueKind k = model.kind_of(node, fn);
+    if (k == ValueKind::Static || k == ValueKind::None || k == ValueKind::DataScalar) return;
+    auto t = type_of(node);
+    if (t == "comparison_operator" || t == "integer" || t == "float" || t == "string") return;  // no gradient
+    if (t == "identifier") return add(node);
+    if (t == "attribute") {
+      TSNode object = unparenthesize(field(node, "object"));
+      if (is_type(object, "identifier") && text(doc, object) == "self") return add(node);  // parameters, buffers
+      return visit(object);
+    }
+    if (t == "call") {
+      TSNode callee = unparenthesize(field(node, "function"));
+      std::string c = text(doc, callee);
+      std::string last = c.substr(c.rfind('.') + 1);
+      for (const char* none : {"detach", "zeros_like", "ones_like", "full_like", "empty_like", "isnan", "isinf",
+                               "isfinite", "isneginf", "isposinf", "signbit", "logical_not", "logical_and",
+                               "logical_or", "logical_xor", "bool", "long", "int", "any", "all", "size", "dim",
+                               "numel", "eq", "ne", "gt", "lt", "ge", "le"}) {
+        if (last == none) return;
+      }
+      if (model.qualified_name(callee)) {
+        // torch.maximum(...), F.gelu(...): a function of an imported module, not a tensor read
+      } else if (is_type(callee, "attribute")) {
+        TSNode object = unparenthesize(field(callee, "object"));
+        if (is_type(object, "identifier") && text(doc, object) == "self") add(callee);  // a submodule's weights
+        else visit(object);
+      }
+      for (TSNode a : named_children(field(node, "arguments"))) visit(is_type(a, "keyword_argument") ? field(a, "value") : a);
+      return;
+    }
+    for (TSNode c : named_children(node)) visit(c);
+  };
+  visit(expr);
+  std::sort(reads.begin(), reads.end());
+  return reads;
+}
+
 bool under_no_grad(const Document& doc, TSNode node) {
   for (TSNode p = ts_node_parent(node); !ts_node_is_null(p); p = ts_node_parent(p)) {
     if (is_type(p, "function_definition")) {

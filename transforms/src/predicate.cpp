@@ -79,7 +79,7 @@ std::string predicate_text(const Document& doc, const SemanticModel& model, TSNo
 SelectCheck check_select(const Document& doc, const SemanticModel& model, const FunctionInfo& fn,
                          const std::vector<TSNode>& values, TSNode statement,
                          const std::vector<RaiseCondition>& established, bool keeps_old_value,
-                         const std::string& torch) {
+                         const std::string& torch, const std::string& kept_name) {
   SelectCheck out;
   Selectability sel = selectability(doc, model, fn, values, established, keeps_old_value);
   out.refusal = sel.refusal;
@@ -112,6 +112,26 @@ SelectCheck check_select(const Document& doc, const SemanticModel& model, const 
       out.shape_unproven = "`" + base +
                            "` may be an integer tensor, and one branch gives a floating result: "
                            "torch.where would change the other branch's dtype";
+    }
+  }
+  if (out.hazard.empty()) {
+    // Every alternative must send gradients to the same names: the identity path (the variable keeps its old
+    // value) reads the variable itself.
+    std::vector<std::vector<std::string>> reads;
+    for (TSNode v : values) reads.push_back(differentiable_reads(doc, model, v, fn));
+    if (!kept_name.empty()) reads.push_back({kept_name});
+    for (const auto& r : reads) {
+      if (r == reads.front()) continue;
+      std::string only;
+      for (const auto& n : r)
+        if (only.empty() && std::find(reads.front().begin(), reads.front().end(), n) == reads.front().end()) only = n;
+      for (const auto& n : reads.front())
+        if (only.empty() && std::find(r.begin(), r.end(), n) == r.end()) only = n;
+      out.hazard = only.empty() ? "the alternatives send gradients to different tensors"
+                                : "`" + only + "` would get a zero gradient on the path where the original does not "
+                                  "use it (its .grad stays None there), and the result may require grad where the "
+                                  "original's does not";
+      break;
     }
   }
   if (under_no_grad(doc, statement)) {

@@ -26,10 +26,11 @@ struct SelectCheck {
 };
 // Values `a` and `b` (either may be a variable's previous value, given as an identifier node) may be
 // computed both and selected: pure, total (given what the test established, see why_not_selectable),
-// same shape, same dtype. `keeps_old_value`: on some path the original evaluates none of the values.
+// same shape, same dtype. `keeps_old_value`: on some path the original evaluates none of the values and
+// keeps `kept_name` (the variable) as it was.
 SelectCheck check_select(const Document& doc, const SemanticModel& model, const FunctionInfo& fn,
                          const std::vector<TSNode>& values, TSNode statement,
                          const std::vector<RaiseCondition>& established, bool keeps_old_value,
-                         const std::string& torch);
+                         const std::string& torch, const std::string& kept_name = "");
 
 }  // namespace graphmend::fixes

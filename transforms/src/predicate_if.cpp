@@ -361,7 +361,8 @@ TransformResult apply(const TransformContext& ctx) {
       }
       const bool keeps_old_value = values.size() < branches.size() + (has_else ? 0 : 1);
       if (auto why = why_written_in_place_after(doc, *fn, name, stmt); !why.empty()) return Refusal{why};
-      SelectCheck check = check_select(doc, model, *fn, values, stmt, established, keeps_old_value, torch.name);
+      SelectCheck check = check_select(doc, model, *fn, values, stmt, established, keeps_old_value, torch.name,
+                                       keeps_old_value ? name : "");
       if (!check.refusal.empty()) return Refusal{check.refusal};
       for (const std::string& c : check.prechecks) {
         if (std::find(prechecks.begin(), prechecks.end(), c) == prechecks.end()) prechecks.push_back(c);

@@ -99,6 +99,12 @@ bool local_is_floating(const Document& doc, const SemanticModel& model, const st
 // inputs, so gradients differ from the original's. Empty when the backward is linear with constant
 // coefficients (sums, scaling by numbers, slicing, reshapes, casts, clamp/relu masks).
 std::string autograd_hazard(const Document& doc, const SemanticModel& model, TSNode expr, const FunctionInfo& fn);
+// The names (locals, parameters, `self.<attr>` tensors and submodules) through which gradients flow from
+// `expr`, sorted: a select between values that read different names gives the names only one side reads a
+// zero gradient on the other path, where the original leaves their `.grad` None (and a result built
+// from none of them, `torch.zeros_like(x)`, starts to require grad).
+std::vector<std::string> differentiable_reads(const Document& doc, const SemanticModel& model, TSNode expr,
+                                              const FunctionInfo& fn);
 // `node` sits inside `with torch.no_grad():` / `torch.inference_mode()` in its function.
 bool under_no_grad(const Document& doc, TSNode node);
 
