@@ -20,11 +20,13 @@ const RuleInfo kInfo{
 };
 
 void check(RuleContext& ctx, const Visit& v) {
-  if (in_condition(v.node)) return;
-  // Only the outermost operator of a chain is reported.
-  TSNode parent = ts_node_parent(v.node);
-  while (is_type(parent, "parenthesized_expression")) parent = ts_node_parent(parent);
+  // Only the outermost operator of a chain is reported. First: in_condition walks up the whole chain,
+  // which from every operator of a long one is quadratic in its length.
+  size_t up = 0;
+  TSNode parent = v.ancestor(up);
+  while (is_type(parent, "parenthesized_expression")) parent = v.ancestor(++up);
   if (is_type(parent, "boolean_operator") || is_type(parent, "not_operator")) return;
+  if (in_condition(v)) return;
   TSNode operand = is_type(v.node, "not_operator") ? field(v.node, "argument") : field(v.node, "left");
   if (ctx.model.kind_of(operand, v.function) != ValueKind::Tensor) return;
   std::string op = is_type(v.node, "not_operator") ? "not" : ctx.text(field(v.node, "operator"));

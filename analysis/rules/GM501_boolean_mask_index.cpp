@@ -27,7 +27,7 @@ const RuleInfo kInfo{
 
 void check(RuleContext& ctx, const Visit& v) {
   // Stores through a mask (`x[m] = 0`) keep static shapes; only reads break.
-  TSNode parent = ts_node_parent(v.node);
+  TSNode parent = v.ancestor(0);
   if ((is_type(parent, "assignment") || is_type(parent, "augmented_assignment")) &&
       ts_node_eq(field(parent, "left"), v.node))
     return;

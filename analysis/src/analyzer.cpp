@@ -35,6 +35,13 @@ class TracedWalker {
     visit(node, loop);
     if (t == "function_definition" || t == "lambda" || t == "class_definition" || t == "decorated_definition")
       return;
+    path_.push_back(node);
+    walk_children(node, t, loop);
+    path_.pop_back();
+  }
+
+ private:
+  void walk_children(TSNode node, std::string_view t, TSNode loop) {
     if (t == "if_statement" || t == "elif_clause") {
       walk_if(node, loop);
       return;
@@ -56,11 +63,11 @@ class TracedWalker {
     }
   }
 
- private:
-  void visit(TSNode node, TSNode loop) {
+  // Out of line: its locals would otherwise sit in every frame of the recursion.
+  [[gnu::noinline]] void visit(TSNode node, TSNode loop) {
     auto it = dispatch().find(type_of(node));
     if (it == dispatch().end()) return;
-    Visit v{node, fn_, loop};
+    Visit v{node, fn_, loop, path_};
     for (const Rule* r : it->second) r->check(ctx_, v);
   }
 
@@ -82,6 +89,7 @@ class TracedWalker {
 
   RuleContext& ctx_;
   const FunctionInfo& fn_;
+  std::vector<TSNode> path_;  // the nodes being walked, outermost first
 };
 
 // `# noqa`, `# noqa: GM101, GM2` on the finding's first line.
@@ -110,7 +118,7 @@ bool file_is_exempt(std::string_view text) {
   // `# graphmend: noqa` on a line of its own exempts the whole file.
   size_t pos = 0;
   while ((pos = text.find("graphmend: noqa", pos)) != std::string_view::npos) {
-    size_t line_start = text.rfind('\n', pos);
+    size_t line_start = text.find_last_of("\r\n", pos);
     line_start = line_start == std::string_view::npos ? 0 : line_start + 1;
     std::string_view prefix = text.substr(line_start, pos - line_start);
     auto first = prefix.find_first_not_of(" \t");
@@ -167,10 +175,38 @@ std::vector<Finding> run_rules(const Document& document, const Config& config, c
   return out;
 }
 
+// The regions the model left out, reported on their first line.
+std::vector<Problem> skipped_problems(const Document& document, const SemanticModel& model) {
+  std::vector<Problem> out;
+  for (const SkippedRegion& r : model.skipped()) {
+    const uint32_t first_line_end = document.lines().line_end(document.lines().line_of(r.range.start));
+    out.push_back({Problem::Kind::NotAnalysed,
+                   {r.range.start, std::min(r.range.end, first_line_end)},
+                   "too deeply nested to analyse: " + std::to_string(r.depth) + " levels (the limit is " +
+                       std::to_string(kMaxSyntaxDepth) + "); graphmend skips this " + std::string(r.what)});
+  }
+  return out;
+}
+
+void sort_problems(std::vector<Problem>& problems) {
+  std::stable_sort(problems.begin(), problems.end(),
+                   [](const Problem& a, const Problem& b) { return a.range.start < b.range.start; });
+}
+
+std::vector<Problem> problems_of(const Document& document, const SemanticModel& model, bool exempt) {
+  std::vector<Problem> out = document.syntax_errors();
+  if (!exempt) {
+    std::vector<Problem> skipped = skipped_problems(document, model);
+    out.insert(out.end(), skipped.begin(), skipped.end());
+  }
+  sort_problems(out);
+  return out;
+}
+
 // The whole-file analysis with `model` (already built for `document`).
 Analysis analyze_whole(const Document& document, const Config& config, std::shared_ptr<SemanticModel> model,
                        bool exempt) {
-  Analysis result{model, {}};
+  Analysis result{model, {}, problems_of(document, *model, exempt)};
   if (exempt) return result;
   std::vector<const FunctionInfo*> functions;
   for (const auto& fn : model->functions()) functions.push_back(fn.get());
@@ -210,14 +246,18 @@ IncrementalAnalyzer::Result IncrementalAnalyzer::run(Document& document, const C
     // The reparse ran out of its budget (error recovery): the last analysis, moved through the edits,
     // stands in until the parse is finished and the document analysed again.
     if (auto edits = document.text_changes_since_base(); reusable && edits) {
-      return Result{{model_, carried(*edits, {})}, ByteRange{}, true, true};
+      std::vector<Problem> problems = carried_problems(*edits, Problem::Kind::Syntax);
+      std::vector<Problem> skipped = carried_problems(*edits, Problem::Kind::NotAnalysed);
+      problems.insert(problems.end(), skipped.begin(), skipped.end());
+      sort_problems(problems);
+      return Result{{model_, carried(*edits, {}), std::move(problems)}, ByteRange{}, true, true};
     }
     document.finish_parse();
   }
   // Changes since the text the model describes (the document's base; several edits when held).
   std::optional<Document::Changes> changes = document.changes_since_base();
   if (reusable && changes) {
-    if (changes->unchanged) return {{model_, findings_}, ByteRange{}, false, false};
+    if (changes->unchanged) return {{model_, findings_, problems_}, ByteRange{}, false, false};
     if (auto updated = update(document, config, *changes, finish)) {
       document.rebase();
       held_ = 0;
@@ -230,6 +270,7 @@ IncrementalAnalyzer::Result IncrementalAnalyzer::run(Document& document, const C
   held_ = 0;
   model_.reset();
   findings_.clear();
+  problems_.clear();
   model_ = std::make_shared<SemanticModel>(document, config.scope, config.traced_from_workspace);
   document_ = &document;
   generation_ = generation;
@@ -237,6 +278,7 @@ IncrementalAnalyzer::Result IncrementalAnalyzer::run(Document& document, const C
   Analysis analysis = analyze_whole(document, config, model_, exempt);
   if (finish) finish(document, analysis);
   findings_ = analysis.findings;
+  problems_ = analysis.problems;
   return {std::move(analysis), std::nullopt, false, false};
 }
 
@@ -260,7 +302,24 @@ std::optional<IncrementalAnalyzer::Result> IncrementalAnalyzer::hold(const Docum
     return e.start <= region.end && region.start <= e.end;
   });
   if (!broken_here) return std::nullopt;
-  return Result{{model_, carried(changes, errors)}, ByteRange{}, true, false};
+  // The syntax errors are the document's; the regions left out are the model's, which is behind.
+  std::vector<Problem> problems = document.syntax_errors();
+  std::vector<Problem> skipped = carried_problems(changes, Problem::Kind::NotAnalysed);
+  problems.insert(problems.end(), skipped.begin(), skipped.end());
+  sort_problems(problems);
+  return Result{{model_, carried(changes, errors), std::move(problems)}, ByteRange{}, true, false};
+}
+
+std::vector<Problem> IncrementalAnalyzer::carried_problems(const Document::Changes& changes, Problem::Kind kind) const {
+  const ByteRange old_region = changes.old_region();
+  std::vector<Problem> out;
+  for (const Problem& p : problems_) {
+    if (p.kind != kind || (p.range.end >= old_region.start && p.range.start <= old_region.end)) continue;
+    Problem moved = p;
+    moved.range = {changes.moved(p.range.start), changes.moved(p.range.end)};
+    out.push_back(std::move(moved));
+  }
+  return out;
 }
 
 std::optional<IncrementalAnalyzer::Result> IncrementalAnalyzer::update(const Document& document, const Config& config,
@@ -280,18 +339,20 @@ std::optional<IncrementalAnalyzer::Result> IncrementalAnalyzer::update(const Doc
 
   const FunctionInfo* function = model_->update_after_edit(changes);
   if (!function) return std::nullopt;
-  Analysis fresh{model_, run_rules(document, config, *model_, {function})};
+  Analysis fresh{model_, run_rules(document, config, *model_, {function}), problems_of(document, *model_, false)};
   if (finish) finish(document, fresh);
   findings_ = std::move(kept);
   for (Finding& f : fresh.findings) findings_.push_back(std::move(f));
   sort_findings(findings_);
-  return Result{{model_, findings_}, function->range, false, false};
+  problems_ = std::move(fresh.problems);
+  return Result{{model_, findings_, problems_}, function->range, false, false};
 }
 
 void IncrementalAnalyzer::reset() {
   held_ = 0;
   model_.reset();
   findings_.clear();
+  problems_.clear();
   document_ = nullptr;
 }
 

@@ -11,11 +11,17 @@ extern "C" const TSLanguage* tree_sitter_python(void);
 namespace graphmend {
 namespace {
 
+// A "\r" not followed by "\n": a line break for CPython, a space for tree-sitter-python.
+bool lone_cr(std::string_view text, size_t i) {
+  return text[i] == '\r' && (i + 1 >= text.size() || text[i + 1] != '\n');
+}
+
 TSPoint point_at(const std::string& text, uint32_t offset) {
-  // tree-sitter points are (row, byte column); only "\n" starts a row for it.
+  // tree-sitter points are (row, byte column); "\n" starts a row, and so does a lone "\r", which the
+  // parser reads as "\n".
   TSPoint point{0, 0};
   for (uint32_t i = 0; i < offset && i < text.size(); ++i) {
-    if (text[i] == '\n') {
+    if (text[i] == '\n' || lone_cr(text, i)) {
       ++point.row;
       point.column = 0;
     } else {
@@ -25,14 +31,23 @@ TSPoint point_at(const std::string& text, uint32_t offset) {
   return point;
 }
 
-void collect_errors(TSNode node, std::vector<ByteRange>& out) {
-  if (std::string_view(ts_node_type(node)) == "ERROR" || ts_node_is_missing(node)) {
-    out.push_back(node_range(node));
-    return;
+// ERROR and MISSING nodes in order, with a cursor: a recursion would follow the tree's depth, which
+// hostile input makes as large as its length.
+void collect_errors(TSNode root, std::vector<ByteRange>& out) {
+  TSTreeCursor cursor = ts_tree_cursor_new(root);
+  for (bool more = true; more;) {
+    const TSNode node = ts_tree_cursor_current_node(&cursor);
+    const bool error = std::string_view(ts_node_type(node)) == "ERROR" || ts_node_is_missing(node);
+    if (error) out.push_back(node_range(node));
+    if (!error && ts_node_has_error(node) && ts_tree_cursor_goto_first_child(&cursor)) continue;
+    while (!ts_tree_cursor_goto_next_sibling(&cursor)) {
+      if (!ts_tree_cursor_goto_parent(&cursor)) {
+        more = false;
+        break;
+      }
+    }
   }
-  if (!ts_node_has_error(node)) return;
-  uint32_t n = ts_node_child_count(node);
-  for (uint32_t i = 0; i < n; ++i) collect_errors(ts_node_child(node, i), out);
+  ts_tree_cursor_delete(&cursor);
 }
 
 }  // namespace
@@ -42,7 +57,7 @@ ByteRange node_range(TSNode node) { return {ts_node_start_byte(node), ts_node_en
 Document::Document(std::string path, std::string text) : path_(std::move(path)), text_(std::move(text)) {
   parser_ = ts_parser_new();
   ts_parser_set_language(parser_, tree_sitter_python());
-  lines_ = LineIndex(text_);
+  text_changed();
   parse(std::chrono::microseconds{0});
 }
 
@@ -56,6 +71,8 @@ Document::Document(Document&& other) noexcept
     : path_(std::move(other.path_)),
       text_(std::move(other.text_)),
       lines_(text_),
+      tokenizer_error_(std::move(other.tokenizer_error_)),
+      parse_text_(std::move(other.parse_text_)),
       parser_(std::exchange(other.parser_, nullptr)),
       tree_(std::exchange(other.tree_, nullptr)),
       parse_pending_(std::exchange(other.parse_pending_, false)),
@@ -73,6 +90,8 @@ Document& Document::operator=(Document&& other) noexcept {
     edits_since_base_ = other.edits_since_base_;
     text_ = std::move(other.text_);
     lines_ = LineIndex(text_);
+    tokenizer_error_ = std::move(other.tokenizer_error_);
+    parse_text_ = std::move(other.parse_text_);
     parser_ = std::exchange(other.parser_, nullptr);
     tree_ = std::exchange(other.tree_, nullptr);
   }
@@ -88,6 +107,13 @@ void Document::apply_edit(ByteRange range, std::string_view new_text) {
 bool Document::apply_edit(ByteRange range, std::string_view new_text, std::chrono::microseconds budget) {
   if (range.end > text_.size()) range.end = static_cast<uint32_t>(text_.size());
   if (range.start > range.end) range.start = range.end;
+  // A "\r" just before the edit may change meaning (lone, or the start of "\r\n"): the edit covers it.
+  std::string widened;
+  if (range.start > 0 && text_[range.start - 1] == '\r') {
+    --range.start;
+    widened = "\r" + std::string(new_text);
+    new_text = widened;
+  }
   TSInputEdit edit;
   edit.start_byte = range.start;
   edit.old_end_byte = range.end;
@@ -100,7 +126,7 @@ bool Document::apply_edit(ByteRange range, std::string_view new_text, std::chron
   // next parse reuses, edited to match the text. A halted parse is dropped and starts over.
   if (parse_pending_) ts_parser_reset(parser_);
   ts_tree_edit(tree_, &edit);
-  lines_ = LineIndex(text_);
+  text_changed();
   const bool done = parse(budget);
   if (base_) {
     ts_tree_edit(base_, &edit);
@@ -112,9 +138,21 @@ bool Document::apply_edit(ByteRange range, std::string_view new_text, std::chron
   return done;
 }
 
+void Document::text_changed() {
+  lines_ = LineIndex(text_);
+  tokenizer_error_ = find_tokenizer_error(text_);
+  parse_text_.clear();
+  for (size_t i = text_.find('\r'); i != std::string::npos; i = text_.find('\r', i + 1)) {
+    if (!lone_cr(text_, i)) continue;
+    if (parse_text_.empty()) parse_text_ = text_;
+    parse_text_[i] = '\n';
+  }
+}
+
 bool Document::parse(std::chrono::microseconds budget) {
+  const std::string& source = parse_text_.empty() ? text_ : parse_text_;
   ts_parser_set_timeout_micros(parser_, static_cast<uint64_t>(budget.count()));
-  TSTree* fresh = ts_parser_parse_string(parser_, tree_, text_.data(), static_cast<uint32_t>(text_.size()));
+  TSTree* fresh = ts_parser_parse_string(parser_, tree_, source.data(), static_cast<uint32_t>(source.size()));
   ts_parser_set_timeout_micros(parser_, 0);
   parse_pending_ = fresh == nullptr;  // halted by the budget: resumed by finish_parse()
   if (fresh) {
@@ -173,15 +211,28 @@ void Document::replace_text(std::string text) {
   base_ = nullptr;
   if (tree_) ts_tree_delete(tree_);
   tree_ = nullptr;  // parsed from scratch
-  lines_ = LineIndex(text_);
+  text_changed();
   parse(std::chrono::microseconds{0});
 }
 
-bool Document::has_syntax_errors() const { return ts_node_has_error(root()); }
+bool Document::has_syntax_errors() const { return tokenizer_error_ || ts_node_has_error(root()); }
 
 std::vector<ByteRange> Document::error_ranges() const {
   std::vector<ByteRange> out;
-  collect_errors(root(), out);
+  for (const Problem& p : syntax_errors()) out.push_back(p.range);
+  return out;
+}
+
+std::vector<Problem> Document::syntax_errors() const {
+  std::vector<ByteRange> ranges;
+  collect_errors(root(), ranges);
+  std::vector<Problem> out;
+  for (ByteRange r : ranges) out.push_back({Problem::Kind::Syntax, r, "SyntaxError: invalid syntax"});
+  if (tokenizer_error_) {
+    const Problem p{Problem::Kind::Syntax, tokenizer_error_->range, tokenizer_error_->message};
+    auto at = std::find_if(out.begin(), out.end(), [&](const Problem& q) { return q.range.start > p.range.start; });
+    out.insert(at, p);
+  }
   return out;
 }
 

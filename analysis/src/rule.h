@@ -2,6 +2,7 @@
 // code whose type it asks for, with the facts of the function being traced.
 #pragma once
 
+#include <span>
 #include <string>
 #include <vector>
 
@@ -15,6 +16,11 @@ struct Visit {
   TSNode node;
   const FunctionInfo& function;  // the traced function whose body holds `node`
   TSNode loop;                   // innermost for/while around `node` in that function (null if none)
+  // The walk's path from a statement of the function's body down to `node`'s parent, nearest last:
+  // ts_node_parent rescans from the root at every call, which along a long chain is quadratic.
+  std::span<const TSNode> ancestors{};
+  // `node`'s ancestor `up` levels above it (0: its parent), from `ancestors` and then the tree.
+  TSNode ancestor(size_t up) const;
 };
 
 class RuleContext {
@@ -43,8 +49,9 @@ const std::vector<const Rule*>& registered_rules();
 // Helpers shared by rules.
 // `call`'s callee is `receiver.method(...)` with a tensor receiver; returns the method name or "".
 std::string tensor_method(const RuleContext& ctx, TSNode call, const FunctionInfo& fn);
-// True when `node` sits in the test of an if/elif/while/ternary/assert (possibly under and/or/not).
-bool in_condition(TSNode node);
+// True when the visited node sits in the test of an if/elif/while/ternary/assert (possibly under
+// and/or/not).
+bool in_condition(const Visit& visit);
 // The qualified name of a call's callee via imports ("torch.where"), or "".
 std::string callee_qualified(const RuleContext& ctx, TSNode call);
 // Logger objects: module-level `x = logging.getLogger(...)` / `logging.get_logger(...)`, or names like `logger`.

@@ -31,9 +31,17 @@ std::string tensor_method(const RuleContext& ctx, TSNode call, const FunctionInf
   return ctx.text(field(callee, "attribute"));
 }
 
-bool in_condition(TSNode node) {
-  TSNode child = node;
-  for (TSNode p = ts_node_parent(node); !ts_node_is_null(p); child = p, p = ts_node_parent(p)) {
+TSNode Visit::ancestor(size_t up) const {
+  if (up < ancestors.size()) return ancestors[ancestors.size() - 1 - up];
+  TSNode n = ancestors.empty() ? node : ancestors.front();
+  for (size_t i = ancestors.size(); i <= up && !ts_node_is_null(n); ++i) n = ts_node_parent(n);
+  return n;
+}
+
+bool in_condition(const Visit& visit) {
+  TSNode child = visit.node;
+  size_t up = 0;
+  for (TSNode p = visit.ancestor(up); !ts_node_is_null(p); child = p, p = visit.ancestor(++up)) {
     auto t = type_of(p);
     if (t == "boolean_operator" || t == "not_operator" || t == "parenthesized_expression") continue;
     if (t == "if_statement" || t == "elif_clause" || t == "while_statement")

@@ -51,6 +51,27 @@ TSNode unparenthesize(TSNode node) {
   return node;
 }
 
+uint32_t deepest_level(TSNode node, uint32_t depth) {
+  TSTreeCursor cursor = ts_tree_cursor_new(node);
+  uint32_t level = depth, deepest = depth;
+  for (bool more = true; more;) {
+    deepest = std::max(deepest, level);
+    if (ts_tree_cursor_goto_first_child(&cursor)) {
+      ++level;
+      continue;
+    }
+    while (!ts_tree_cursor_goto_next_sibling(&cursor)) {
+      if (!ts_tree_cursor_goto_parent(&cursor)) {
+        more = false;
+        break;
+      }
+      --level;
+    }
+  }
+  ts_tree_cursor_delete(&cursor);
+  return deepest;
+}
+
 std::vector<TSNode> named_children(TSNode node) {
   std::vector<TSNode> out;
   if (ts_node_is_null(node)) return out;
@@ -190,6 +211,8 @@ void for_each_body_node(const FunctionInfo& fn, F&& visit) {
 SemanticModel::SemanticModel(const Document& document, Scope scope, const std::vector<std::string>& traced_from_workspace)
     : document_(document) {
   TSNode root = document.root();
+  // First, before any pass that recurses along the tree.
+  find_deep_regions(root);
   collect_imports(root);
   collect_module_constants(root);
   collect_definitions(root, nullptr, nullptr);
@@ -221,6 +244,66 @@ SemanticModel::SemanticModel(const Document& document, Scope scope, const std::v
   }
 }
 
+void SemanticModel::find_deep_regions(TSNode root) {
+  // One cursor walk, keeping the enclosing definitions and the module-level statement. At a node past
+  // the limit, the innermost of them is left out whole, and the walk goes on after it.
+  struct Enclosing {
+    TSNode node;
+    uint32_t depth;
+  };
+  std::vector<Enclosing> enclosing;
+  TSTreeCursor cursor = ts_tree_cursor_new(root);
+  uint32_t depth = 0;
+  for (bool more = true; more;) {
+    const TSNode node = ts_tree_cursor_current_node(&cursor);
+    while (!enclosing.empty() && enclosing.back().depth >= depth) enclosing.pop_back();
+    bool descend = true;
+    if (depth > kMaxSyntaxDepth && !enclosing.empty()) {
+      const Enclosing region = enclosing.back();
+      enclosing.pop_back();
+      TSNode definition = region.node;
+      if (is_type(definition, "decorated_definition")) definition = field(definition, "definition");
+      const std::string_view what = is_type(definition, "function_definition") ? "function"
+                                    : is_type(definition, "class_definition")  ? "class"
+                                                                               : "statement";
+      skipped_.push_back({node_range(region.node), deepest_level(region.node, region.depth), what});
+      while (depth > region.depth) {
+        ts_tree_cursor_goto_parent(&cursor);
+        --depth;
+      }
+      descend = false;
+    } else {
+      const auto t = type_of(node);
+      // A decorated definition stands for the definition it wraps (its decorators are read with it).
+      const bool wrapped = !enclosing.empty() && enclosing.back().depth + 1 == depth &&
+                           is_type(enclosing.back().node, "decorated_definition");
+      if (depth == 1 || t == "decorated_definition" ||
+          ((t == "function_definition" || t == "class_definition") && !wrapped))
+        enclosing.push_back({node, depth});
+    }
+    if (descend && ts_tree_cursor_goto_first_child(&cursor)) {
+      ++depth;
+      continue;
+    }
+    while (!ts_tree_cursor_goto_next_sibling(&cursor)) {
+      if (!ts_tree_cursor_goto_parent(&cursor)) {
+        more = false;
+        break;
+      }
+      --depth;
+    }
+  }
+  ts_tree_cursor_delete(&cursor);
+}
+
+bool SemanticModel::is_skipped(TSNode node) const {
+  if (skipped_.empty()) return false;
+  const ByteRange range = node_range(node);
+  auto it = std::lower_bound(skipped_.begin(), skipped_.end(), range.start,
+                             [](const SkippedRegion& r, uint32_t start) { return r.range.start < start; });
+  return it != skipped_.end() && it->range == range;
+}
+
 void SemanticModel::collect_imports(TSNode root) {
   // One cursor pass over the whole tree: import statements (module level or local) and the calls that
   // may be torch.compile(fn), resolved once the imports are known.
@@ -228,6 +311,7 @@ void SemanticModel::collect_imports(TSNode root) {
   compile_calls_.clear();
   walk_preorder(root, [&](TSNode node) {
     auto t = type_of(node);
+    if (is_skipped(node)) return Walk::Skip;
     if (t == "import_statement" || t == "import_from_statement") {
       imports.push_back(node);
       import_starts_.push_back(ts_node_start_byte(node));
@@ -289,6 +373,7 @@ std::optional<std::string> SemanticModel::qualified_name(TSNode expr) const {
 
 void SemanticModel::collect_definitions(TSNode node, ClassInfo* owner, FunctionInfo* parent) {
   for (TSNode child : named_children(node)) {
+    if (is_skipped(child)) continue;
     TSNode def = child;
     if (is_type(child, "decorated_definition")) def = field(child, "definition");
     auto t = type_of(def);
@@ -974,6 +1059,11 @@ const FunctionInfo* SemanticModel::function_containing(TSNode node) const {
 bool SemanticModel::is_dynamo_disabled(const FunctionInfo& function) const { return disabled_.count(&function) > 0; }
 
 std::optional<bool> SemanticModel::static_truth(TSNode condition, const FunctionInfo* function) const {
+  return static_truth_of(condition, function, false);
+}
+
+std::optional<bool> SemanticModel::static_truth_of(TSNode condition, const FunctionInfo* function,
+                                                   bool operand) const {
   condition = unparenthesize(condition);
   if (is_type(condition, "identifier")) {
     if (auto it = module_constants_.find(text_of(document_, condition)); it != module_constants_.end()) {
@@ -990,7 +1080,7 @@ std::optional<bool> SemanticModel::static_truth(TSNode condition, const Function
     }
   }
   if (is_type(condition, "not_operator")) {
-    auto inner = static_truth(field(condition, "argument"), function);
+    auto inner = static_truth_of(field(condition, "argument"), function, true);
     if (inner) return !*inner;
     return std::nullopt;
   }
@@ -1006,14 +1096,15 @@ std::optional<bool> SemanticModel::static_truth(TSNode condition, const Function
   // graphmend's own guarded select: `graphmend_then.shape == graphmend_else.shape and ...dtype == ...dtype`.
   // Dynamo decides it at trace time; the branches were selected to have matching shapes.
   {
-    std::string t = text_of(document_, condition);
+    std::string_view t = document_.node_text(condition);
     if (t.starts_with("graphmend_then.shape == graphmend_else.shape") || t.starts_with("graphmend_cond.numel() == 1"))
       return true;
   }
   // graphmend's trace-time checks in front of a select (`x.dtype != torch.bool`, `x.dim() >= 2`...): the
   // test of an `if` that follows `graphmend_cond = ...` and falls back to `elif graphmend_cond:`, or of
-  // `torch.where(c, a, b) if <checks> else (a if c else b)`. Reports assume the checks pass.
-  if (TSNode p = ts_node_parent(condition); !ts_node_is_null(p)) {
+  // `torch.where(c, a, b) if <checks> else (a if c else b)`. Reports assume the checks pass. (Not for
+  // an operand of and/or/not, whose parent is known: ts_node_parent rescans from the root.)
+  if (TSNode p = operand ? TSNode{} : ts_node_parent(condition); !ts_node_is_null(p)) {
     if (is_type(p, "if_statement") && ts_node_eq(field(p, "condition"), condition)) {
       TSNode prev = ts_node_prev_named_sibling(p);
       bool after_cond = is_type(prev, "expression_statement") &&
@@ -1038,8 +1129,8 @@ std::optional<bool> SemanticModel::static_truth(TSNode condition, const Function
     }
   }
   if (is_type(condition, "boolean_operator")) {
-    auto l = static_truth(field(condition, "left"), function);
-    auto r = static_truth(field(condition, "right"), function);
+    auto l = static_truth_of(field(condition, "left"), function, true);
+    auto r = static_truth_of(field(condition, "right"), function, true);
     std::string op = text_of(document_, field(condition, "operator"));
     if (op == "and") {
       if (l == false || r == false) return false;

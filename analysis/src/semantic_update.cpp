@@ -13,10 +13,10 @@ namespace {
 
 // The function_definition that starts at `start`, descending from the root
 // through the children that contain it (ts_node_parent from a leaf would rescan
-// from the root at every step).
-TSNode definition_at(TSNode root, uint32_t start) {
+// from the root at every step), and its level in the tree.
+TSNode definition_at(TSNode root, uint32_t start, uint32_t& depth) {
   TSNode node = root;
-  while (!ts_node_is_null(node)) {
+  for (depth = 0; !ts_node_is_null(node); ++depth) {
     if (ts_node_start_byte(node) == start && is_type(node, "function_definition")) return node;
     TSNode next = ts_node_first_child_for_byte(node, start);
     if (ts_node_is_null(next) || ts_node_start_byte(next) > start) return TSNode{};
@@ -72,8 +72,11 @@ const FunctionInfo* SemanticModel::update_after_edit(const Document::Changes& ed
 
   // The same definition in the new tree: same start, end moved by the edit, the
   // edit inside its body.
-  TSNode definition = definition_at(document_.root(), target->range.start);
+  uint32_t level = 0;
+  TSNode definition = definition_at(document_.root(), target->range.start, level);
   if (ts_node_is_null(definition)) return nullptr;
+  // Too deep to analyse now: built afresh, which leaves it out.
+  if (deepest_level(definition, level) > kMaxSyntaxDepth) return nullptr;
   TSNode body = field(definition, "body");
   if (static_cast<int64_t>(ts_node_end_byte(definition)) != static_cast<int64_t>(target->range.end) + edit.delta ||
       ts_node_start_byte(body) != target->body_range.start || region.start < ts_node_start_byte(body) ||
@@ -155,11 +158,14 @@ const FunctionInfo* SemanticModel::update_after_edit(const Document::Changes& ed
       f->node = TSNode{};
       f->body_nodes.clear();
       f->assignments.clear();
+      f->memo.clear();
     }
     shift_range(f->entry_range);
     function_by_start_[f->range.start] = f.get();
   }
   for (auto& c : classes_) c->node = TSNode{};
+  for (SkippedRegion& r : skipped_) shift_range(r.range);
+  memo_.clear();
   compile_calls_.clear();
   for (uint32_t& start : import_starts_) start = edit.moved(start);
   for (uint32_t& start : compile_call_starts_) start = edit.moved(start);

@@ -132,6 +132,8 @@ class Session {
     attach_fixes(fresh, expected);
     if (result.reanalysed) ++stats.incremental;
     REQUIRE(describe_all(result.analysis.findings) == describe_all(expected.findings));
+    // Syntax errors (the tokenizer's indentation errors included) and regions left out, the same way.
+    REQUIRE(result.analysis.problems == expected.problems);
     last_good_.clear();
     for (const Finding& f : result.analysis.findings) last_good_.push_back(anchored(document_, f));
     if (expected.model && result.analysis.model) {

@@ -212,7 +212,8 @@ TransformResult apply(const TransformContext& ctx) {
     std::string line =
         torch.name + kRegistry + function + ")  # graphmend: " + function + " runs after the graph" + eol;
     std::string insert = prefix + line;
-    if (offset == doc.text().size() && !doc.text().empty() && doc.text().back() != '\n') insert = eol + insert;
+    const bool ends_line = !doc.text().empty() && (doc.text().back() == '\n' || doc.text().back() == '\r');
+    if (offset == doc.text().size() && !doc.text().empty() && !ends_line) insert = eol + insert;
     fix.edits.push_back({{offset, offset}, insert});
   };
 

@@ -9,9 +9,16 @@ namespace graphmend {
 
 void attach_fixes(const Document& document, Analysis& analysis) {
   if (!analysis.model) return;
+  // What a fix's proof reads (bindings, attributes, callees) may lie in a region left out.
+  const bool partial = std::any_of(analysis.problems.begin(), analysis.problems.end(),
+                                   [](const Problem& p) { return p.kind == Problem::Kind::NotAnalysed; });
   for (Finding& finding : analysis.findings) {
     finding.fix.reset();
     finding.no_fix_reason.clear();
+    if (partial) {
+      finding.no_fix_reason = "part of this file is too deeply nested to analyse, and a fix's proof may depend on it";
+      continue;
+    }
     for (const Transform* t : registered_transforms()) {
       if (std::find(t->codes.begin(), t->codes.end(), finding.rule->code) == t->codes.end()) continue;
       TransformResult result = t->apply(TransformContext{document, *analysis.model, finding});
@@ -68,7 +75,7 @@ FixAllResult fix_all(const std::string& path, const std::string& text, const Con
   Document document(path, text);
   Analysis analysis = analyze(document, config);
   attach_fixes(document, analysis);
-  if (document.has_syntax_errors()) {
+  if (!analysis.fully_read()) {
     result.remaining = std::move(analysis.findings);
     return result;  // never fix a file we could not fully read
   }

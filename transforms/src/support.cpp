@@ -24,13 +24,19 @@ std::string indent_step(const std::string& indent) {
 }
 
 TSNode enclosing(const Document& doc, ByteRange range, std::initializer_list<std::string_view> types) {
-  for (TSNode n = ts_node_descendant_for_byte_range(doc.root(), range.start, range.end); !ts_node_is_null(n);
-       n = ts_node_parent(n)) {
+  // Down from the root through the nodes that hold `range`, keeping the last of `types`: walking up
+  // with ts_node_parent, which rescans from the root at every step, is quadratic in the depth.
+  TSNode found{};
+  for (TSNode n = doc.root(); !ts_node_is_null(n);) {
     for (std::string_view t : types) {
-      if (is_type(n, t)) return n;
+      if (is_type(n, t)) found = n;
     }
+    TSNode child = ts_node_first_child_for_byte(n, range.start);
+    if (ts_node_is_null(child) || ts_node_start_byte(child) > range.start || ts_node_end_byte(child) < range.end)
+      break;
+    n = child;
   }
-  return TSNode{};
+  return found;
 }
 
 std::string indentation_of(const Document& doc, TSNode node) {
@@ -88,7 +94,8 @@ TorchName torch_name(const Document& doc, const SemanticModel& model) {
   }
   std::string eol(detect_line_ending(doc.text()));
   std::string insert = "import torch" + eol;
-  if (offset == doc.text().size() && !doc.text().empty() && doc.text().back() != '\n') insert = eol + insert;
+  const bool ends_line = !doc.text().empty() && (doc.text().back() == '\n' || doc.text().back() == '\r');
+  if (offset == doc.text().size() && !doc.text().empty() && !ends_line) insert = eol + insert;
   return {"torch", TextEdit{{offset, offset}, insert}};
 }
 
@@ -202,26 +209,36 @@ TSNode first_binding(const Document& doc, TSNode scope, std::string_view name, b
 
 std::string why_torch_unusable(const Document& doc, const SemanticModel& model, const FunctionInfo* fn,
                                const TorchName& torch) {
+  // Asked for every finding: each function's answer and the module's are kept (FunctionInfo::memo).
+  const std::string question = "torch rebound: " + torch.name;
   for (const FunctionInfo* f = fn; f; f = f->parent) {
     if (ts_node_is_null(f->node)) return "the enclosing function was not read";
-    TSNode b = first_binding(doc, f->node, torch.name, false);
+    auto [it, fresh] = f->memo.try_emplace(question);
+    if (fresh) {
+      TSNode b = first_binding(doc, f->node, torch.name, false);
+      if (!ts_node_is_null(b)) {
+        uint32_t line = doc.lines().line_of(ts_node_start_byte(b)) + 1;
+        it->second = "`" + torch.name + "` is rebound in `" + f->name + "` (line " + std::to_string(line) +
+                     "), so the `" + torch.name + ".…` the fix inserts would not name the torch module";
+      }
+    }
+    if (!it->second.empty()) return it->second;
+  }
+  auto [it, fresh] = model.memo().try_emplace(question);
+  if (fresh) {
+    TSNode b = first_binding(doc, doc.root(), torch.name, true);
     if (!ts_node_is_null(b)) {
       uint32_t line = doc.lines().line_of(ts_node_start_byte(b)) + 1;
-      return "`" + torch.name + "` is rebound in `" + f->name + "` (line " + std::to_string(line) + "), so the `" +
-             torch.name + ".…` the fix inserts would not name the torch module";
+      it->second = "`" + torch.name + "` is bound to something other than the torch module at module level (line " +
+                   std::to_string(line) + ")";
     }
   }
-  TSNode b = first_binding(doc, doc.root(), torch.name, true);
-  if (!ts_node_is_null(b)) {
-    uint32_t line = doc.lines().line_of(ts_node_start_byte(b)) + 1;
-    return "`" + torch.name + "` is bound to something other than the torch module at module level (line " +
-           std::to_string(line) + ")";
-  }
-  (void)model;
-  return "";
+  return it->second;
 }
 
 std::string why_locals_unaddable(const Document& doc, const FunctionInfo& fn) {
+  auto [memo, fresh] = fn.memo.try_emplace("locals unaddable");
+  if (!fresh) return memo->second;
   std::string found;
   walk_preorder(fn.node, [&](TSNode node) {
     if (!is_type(node, "call")) return Walk::Descend;
@@ -235,7 +252,8 @@ std::string why_locals_unaddable(const Document& doc, const FunctionInfo& fn) {
     return Walk::Descend;
   });
   if (found.empty()) return "";
-  return "`" + fn.name + "` calls `" + found + "()`, which would see the names the fix adds";
+  memo->second = "`" + fn.name + "` calls `" + found + "()`, which would see the names the fix adds";
+  return memo->second;
 }
 
 }  // namespace graphmend::fixes

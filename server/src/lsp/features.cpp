@@ -129,6 +129,14 @@ json to_diagnostic(const Finding& finding, const LineIndex& lines, PositionEncod
   return diagnostic;
 }
 
+json to_diagnostic(const Problem& problem, const LineIndex& lines, PositionEncoding encoding) {
+  return {{"range", protocol::to_json(to_lsp_range(lines, problem.range, encoding))},
+          {"severity",
+           problem.kind == Problem::Kind::Syntax ? protocol::severity::kError : protocol::severity::kWarning},
+          {"source", "graphmend"},
+          {"message", problem.message}};
+}
+
 std::string fix_preview(const Fix& fix, std::string_view text, const LineIndex& lines) {
   if (fix.edits.empty()) return {};
   uint32_t first = fix.edits.front().range.start;
@@ -254,13 +262,14 @@ std::optional<TextEdit> minimal_edit(std::string_view before, std::string_view a
 
 namespace {
 
-// Lines with their terminators; the last may lack one.
+// Lines with their terminators ("\n", "\r\n" or a lone "\r"); the last may lack one.
 std::vector<std::string_view> split_lines(std::string_view text) {
   std::vector<std::string_view> lines;
   std::size_t start = 0;
   while (start < text.size()) {
-    std::size_t end = text.find('\n', start);
-    end = end == std::string_view::npos ? text.size() : end + 1;
+    std::size_t end = text.find_first_of("\r\n", start);
+    if (end == std::string_view::npos) end = text.size();
+    else end += text[end] == '\r' && end + 1 < text.size() && text[end + 1] == '\n' ? 2 : 1;
     lines.push_back(text.substr(start, end - start));
     start = end;
   }

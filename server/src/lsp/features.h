@@ -39,6 +39,10 @@ json to_lsp_edits(const LineIndex& lines, const std::vector<TextEdit>& edits,
 json to_diagnostic(const Finding& finding, const LineIndex& lines, PositionEncoding encoding,
                    const std::string& uri, int64_t version);
 
+// The LSP Diagnostic of a problem that is no finding (no code, no fix): an error for syntax CPython
+// rejects, a warning for a region not analysed.
+json to_diagnostic(const Problem& problem, const LineIndex& lines, PositionEncoding encoding);
+
 // Markdown for a hover on a finding: the message, the rule's explanation, Dynamo's explanation
 // and hints from its graph-break registry, and a preview of the fix or why there is none.
 std::string hover_markdown(const Finding& finding, std::string_view text, const LineIndex& lines);

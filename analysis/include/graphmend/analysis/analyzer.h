@@ -17,6 +17,10 @@ class SemanticModel;  // semantic.h: scopes, imports, tensor-ness, compiled regi
 struct Analysis {
   std::shared_ptr<const SemanticModel> model;
   std::vector<Finding> findings;  // sorted by range; noqa and config applied
+  // Syntax CPython rejects, and regions too deeply nested to analyse (none in an exempt file), by position.
+  std::vector<Problem> problems;
+  // Whether every part of the file was read: only then may it be fixed.
+  bool fully_read() const { return problems.empty(); }
 };
 
 // Pure function of the document text and config: safe to call from any thread on distinct documents.
@@ -57,9 +61,12 @@ class IncrementalAnalyzer {
   std::optional<Result> hold(const Document& document, const Document::Changes& changes);
   // The last findings moved through `changes`, less those reaching into them or into `errors`.
   std::vector<Finding> carried(const Document::Changes& changes, const std::vector<ByteRange>& errors) const;
+  // The last problems of `kind` moved through `changes`, less those reaching into them.
+  std::vector<Problem> carried_problems(const Document::Changes& changes, Problem::Kind kind) const;
 
   std::shared_ptr<SemanticModel> model_;
   std::vector<Finding> findings_;
+  std::vector<Problem> problems_;
   const Document* document_ = nullptr;
   uint64_t generation_ = 0;
   bool exempt_ = false;

@@ -10,7 +10,9 @@
 
 #include <tree_sitter/api.h>
 
+#include "graphmend/analysis/finding.h"
 #include "graphmend/analysis/text.h"
+#include "graphmend/analysis/tokenizer.h"
 
 namespace graphmend {
 
@@ -64,20 +66,29 @@ class Document {
   }
   void rebase();
 
+  // tree-sitter's ERROR and MISSING nodes, or what CPython's tokenizer rejects (indentation).
   bool has_syntax_errors() const;
-  // Ranges of ERROR and MISSING nodes: analysis reports nothing inside them.
+  // Their ranges: analysis reports nothing inside them.
   std::vector<ByteRange> error_ranges() const;
+  // The same with CPython's words, in order of position ("SyntaxError: invalid syntax" for tree-sitter's).
+  std::vector<Problem> syntax_errors() const;
 
   std::string_view node_text(TSNode node) const;
 
  private:
   bool parse(std::chrono::microseconds budget);
+  // After `text_` changed: its line index, tokenizer check and the text tree-sitter reads.
+  void text_changed();
   // `earlier` followed by `later` as one change of the text before `earlier`.
   static Changes combine(const Changes& earlier, const Changes& later);
 
   std::string path_;
   std::string text_;
   LineIndex lines_;
+  std::optional<TokenizerError> tokenizer_error_;
+  // `text_` with each lone "\r" (old Mac line ends, which CPython reads as line breaks and
+  // tree-sitter-python as spaces) made a "\n": same length, same offsets. Empty when there is none.
+  std::string parse_text_;
   TSParser* parser_ = nullptr;
   TSTree* tree_ = nullptr;
   bool parse_pending_ = false;

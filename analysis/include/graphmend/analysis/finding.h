@@ -54,6 +54,16 @@ struct RelatedLocation {
   std::string message;
 };
 
+// What is reported beside the rules' findings: syntax CPython rejects, and code graphmend did not
+// analyse. Not a rule: no code, no noqa, no fix.
+struct Problem {
+  enum class Kind { Syntax, NotAnalysed };
+  Kind kind = Kind::Syntax;
+  ByteRange range;
+  std::string message;  // whole, with its class: "SyntaxError: invalid syntax", "TabError: ..."
+  bool operator==(const Problem&) const = default;
+};
+
 struct Finding {
   const RuleInfo* rule = nullptr;
   ByteRange range;

@@ -8,7 +8,8 @@
 
 namespace graphmend {
 
-// Fills `fix` (or `no_fix_reason`) of each finding in `analysis`, using the document's facts.
+// Fills `fix` (or `no_fix_reason`) of each finding in `analysis`, using the document's facts. None
+// when a region of the file was too deeply nested to analyse.
 void attach_fixes(const Document& document, Analysis& analysis);
 
 struct FixOptions {
@@ -24,7 +25,7 @@ struct FixAllResult {
 };
 
 // Applies non-overlapping fixes, re-analyses and repeats; a pass that adds a syntax error is dropped.
-// Never fixes a file that had syntax errors to begin with.
+// Never fixes a file that was not fully read to begin with (syntax errors, regions too deep).
 FixAllResult fix_all(const std::string& path, const std::string& text, const Config& config,
                      const FixOptions& options);
 
