@@ -24,6 +24,8 @@ import sys
 import time
 import traceback
 
+from graphmend_validator import procs
+
 EXPLAIN_RE = re.compile(r"gb(\d{4})\.html")
 LOC_RE = re.compile(r"in user code at (.*):(\d+)\s*$")
 FRAME_RE = re.compile(r'^\s*File "(.*)", line (\d+), in (.*)$')
@@ -657,7 +659,7 @@ def user_location(tb, user_files):
 
 
 def watch_parent():
-    """Kills this arm's process group when the validator that started it goes away."""
+    """Kills this arm's process tree and group when the validator that started it goes away."""
     import signal
     import threading
 
@@ -668,6 +670,7 @@ def watch_parent():
             time.sleep(0.5)
             if os.getppid() != parent:
                 try:
+                    procs.kill_descendants()
                     os.killpg(os.getpgrp(), signal.SIGKILL)
                 finally:
                     os._exit(4)
@@ -677,6 +680,8 @@ def watch_parent():
 
 def main(argv):
     spec_path = argv[0]
+    # Before user code runs: what it detaches (setsid, double forks) stays below this process.
+    procs.become_subreaper()
     watch_parent()
     with open(spec_path, encoding="utf-8") as handle:
         spec = json.load(handle)
@@ -708,6 +713,8 @@ def main(argv):
     os.replace(tmp, spec["result_path"])
     sys.stdout.flush()
     sys.stderr.flush()
+    # Nothing user code started outlives the arm (compile workers, detached processes).
+    procs.kill_descendants()
     # Skip interpreter teardown: user atexit hooks and torch's can hang or crash after the result is safe.
     os._exit(0 if result["ok"] else 3)
 

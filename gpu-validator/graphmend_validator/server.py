@@ -17,7 +17,7 @@ import sys
 import threading
 import traceback
 
-from graphmend_validator import PROTOCOL_VERSION, __version__
+from graphmend_validator import PROTOCOL_VERSION, __version__, procs
 from graphmend_validator.validate import VALIDATOR_ROOT, Cancelled, ValidateError, Validation, module_identity
 
 PARSE_ERROR = -32700
@@ -91,14 +91,7 @@ def probe_interpreter(python, timeout=180):
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join([VALIDATOR_ROOT] + ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else []))
     try:
-        done = subprocess.run(
-            [python, "-m", "graphmend_validator.probe"],
-            stdin=subprocess.DEVNULL,
-            capture_output=True,
-            env=env,
-            timeout=timeout,
-            start_new_session=True,
-        )
+        done = procs.run_owned([python, "-m", "graphmend_validator.probe"], timeout, stdin=subprocess.DEVNULL, env=env)
     except subprocess.TimeoutExpired:
         return {"error": {"kind": "probe_timeout", "message": f"importing torch in {python} took more than {timeout} s"}}
     except OSError as exc:
@@ -260,8 +253,8 @@ class Server:
                 "except Exception as exc:\n    print(json.dumps({'error': f'{type(exc).__name__}: {exc}'})); sys.exit(0)\n"
                 "print(json.dumps({'file': spec.origin if spec else None}))\n")
         try:
-            done = subprocess.run([self.python, "-c", code, module, root], capture_output=True, timeout=180,
-                                  stdin=subprocess.DEVNULL, cwd=root or None, start_new_session=True)
+            done = procs.run_owned([self.python, "-c", code, module, root], 180, stdin=subprocess.DEVNULL,
+                                   cwd=root or None)
             answer = json.loads(done.stdout.decode("utf-8", errors="replace").strip().splitlines()[-1])
         except (subprocess.TimeoutExpired, OSError, ValueError, IndexError) as exc:
             self.error(msg_id, INTERNAL_ERROR, f"cannot locate {module}: {exc}")

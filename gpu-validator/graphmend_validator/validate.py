@@ -2,7 +2,10 @@
 
 Every arm is a new process in its own process group (session) with compile caches disabled and a
 fresh cache folder, a time limit, a memory limit (RLIMIT_AS on the CPU, a resident-size watchdog on
-every device) and the whole group killed on time-out, memory excess or cancellation.
+every device) and its whole process tree killed on time-out, memory excess or cancellation. The arm
+and the validator are subreapers (procs.py): what user code detaches (setsid, double forks) stays
+below the arm while it lives, comes to the validator when the arm dies, and is killed when the arm
+ends, however it ends.
 """
 
 import json
@@ -16,6 +19,8 @@ import sys
 import tempfile
 import threading
 import time
+
+from graphmend_validator import procs
 
 PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
 VALIDATOR_ROOT = os.path.dirname(PACKAGE_DIR)
@@ -250,6 +255,7 @@ class Validation:
                     cwd=os.path.dirname(self.file),
                     start_new_session=True,  # its own process group: killed as a whole
                 )
+                procs.own(proc.pid)
         except OSError as exc:
             return {"ok": False, "wall_s": 0.0,
                     "error": {"kind": "spawn_failed", "arm": arm or role, "message": f"cannot start {self.python}: {exc}"}}
@@ -274,11 +280,14 @@ class Validation:
                 if rss > self.memory_limit_mb:
                     killed = "memory"
             if killed:
-                kill_group(proc)
+                procs.kill_tree(proc.pid)  # the arm first stopped: what user code detached is still below it
                 proc.wait()
                 break
-        # Whatever the arm left behind in its group (compile workers) goes too.
+        # Whatever the arm left behind goes too: in its group (compile workers), and what was
+        # re-parented to us when it died (a crashed arm's detached processes).
         kill_group(proc)
+        procs.disown(proc.pid)
+        procs.sweep_orphans()
         elapsed = time.monotonic() - started
         result = None
         if os.path.exists(spec["result_path"]):
@@ -317,6 +326,7 @@ class Validation:
 
     def run(self):
         began = time.monotonic()
+        procs.become_subreaper()
         self.workdir = tempfile.mkdtemp(prefix="graphmend-validate-")
         try:
             return self._run(began)

@@ -1,5 +1,7 @@
 #include "graphmend/protocol/lsp.h"
 
+#include <algorithm>
+#include <cctype>
 #include <limits>
 
 namespace graphmend::protocol {
@@ -24,6 +26,40 @@ int hex_value(char c) {
   if (c >= 'a' && c <= 'f') return c - 'a' + 10;
   if (c >= 'A' && c <= 'F') return c - 'A' + 10;
   return -1;
+}
+
+bool valid_utf8(std::string_view text) {
+  for (std::size_t i = 0; i < text.size();) {
+    const auto byte = static_cast<unsigned char>(text[i]);
+    std::size_t extra = 0;
+    uint32_t code = 0;
+    if (byte < 0x80) {
+      ++i;
+      continue;
+    } else if ((byte & 0xE0) == 0xC0) {
+      extra = 1;
+      code = byte & 0x1Fu;
+    } else if ((byte & 0xF0) == 0xE0) {
+      extra = 2;
+      code = byte & 0x0Fu;
+    } else if ((byte & 0xF8) == 0xF0) {
+      extra = 3;
+      code = byte & 0x07u;
+    } else {
+      return false;
+    }
+    if (i + extra >= text.size()) return false;
+    for (std::size_t k = 1; k <= extra; ++k) {
+      const auto next = static_cast<unsigned char>(text[i + k]);
+      if ((next & 0xC0) != 0x80) return false;
+      code = (code << 6) | (next & 0x3Fu);
+    }
+    // Overlong forms, surrogates and values past U+10FFFF are not UTF-8.
+    static constexpr uint32_t kMinimum[] = {0, 0x80, 0x800, 0x10000};
+    if (code < kMinimum[extra] || (code >= 0xD800 && code <= 0xDFFF) || code > 0x10FFFF) return false;
+    i += extra + 1;
+  }
+  return true;
 }
 
 }  // namespace
@@ -103,31 +139,67 @@ bool code_action_kind_requested(const std::vector<std::string>& only, std::strin
   return false;
 }
 
-std::optional<std::string> uri_to_path(std::string_view uri) {
-  constexpr std::string_view kScheme = "file://";
-  if (uri.substr(0, kScheme.size()) != kScheme) return std::nullopt;
-  std::string_view rest = uri.substr(kScheme.size());
-  // Skip an authority ("localhost" or empty).
-  const std::size_t slash = rest.find('/');
-  if (slash == std::string_view::npos) return std::nullopt;
-  rest = rest.substr(slash);
+std::optional<std::string> document_path(std::string_view uri) {
+  const std::string shown(uri.substr(0, 200));
+  auto refuse = [&](const std::string& why) -> ProtocolError {
+    return ProtocolError(error_code::kInvalidParams, "invalid document URI '" + shown + "': " + why);
+  };
+  // RFC 3986: scheme = ALPHA *( ALPHA / DIGIT / "+" / "-" / "." ), then ":".
+  const std::size_t colon = uri.find(':');
+  const std::string_view scheme = uri.substr(0, colon);
+  const auto scheme_char = [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) != 0 || c == '+' || c == '-' || c == '.';
+  };
+  if (colon == std::string_view::npos || scheme.empty() || std::isalpha(static_cast<unsigned char>(scheme[0])) == 0 ||
+      !std::all_of(scheme.begin(), scheme.end(), scheme_char)) {
+    throw refuse("no scheme (a file is file:///absolute/path)");
+  }
+  std::string lowered(scheme);
+  std::transform(lowered.begin(), lowered.end(), lowered.begin(),
+                 [](char c) { return static_cast<char>(std::tolower(static_cast<unsigned char>(c))); });
+  if (lowered != "file") return std::nullopt;
+  std::string_view rest = uri.substr(colon + 1);
+  if (const std::size_t end = rest.find_first_of("?#"); end != std::string_view::npos) rest = rest.substr(0, end);
+  if (rest.substr(0, 2) == "//") {
+    rest.remove_prefix(2);
+    const std::size_t slash = rest.find('/');
+    const std::string_view host = rest.substr(0, slash);
+    std::string host_lowered(host);
+    std::transform(host_lowered.begin(), host_lowered.end(), host_lowered.begin(),
+                   [](char c) { return static_cast<char>(std::tolower(static_cast<unsigned char>(c))); });
+    if (!host.empty() && host_lowered != "localhost") {
+      throw refuse("names the host '" + std::string(host.substr(0, 80)) + "'; only local files can be opened");
+    }
+    if (slash == std::string_view::npos) throw refuse("names no path");
+    rest = rest.substr(slash);
+  }
+  if (rest.empty() || rest[0] != '/') throw refuse("not an absolute path");
   std::string path;
   path.reserve(rest.size());
   for (std::size_t i = 0; i < rest.size(); ++i) {
-    if (rest[i] == '%' && i + 2 < rest.size()) {
-      const int hi = hex_value(rest[i + 1]);
-      const int lo = hex_value(rest[i + 2]);
-      if (hi >= 0 && lo >= 0) {
-        path.push_back(static_cast<char>(hi * 16 + lo));
-        i += 2;
-        continue;
-      }
+    if (rest[i] != '%') {
+      path.push_back(rest[i]);
+      continue;
     }
-    if (rest[i] == '?' || rest[i] == '#') break;
-    path.push_back(rest[i]);
+    const int hi = i + 1 < rest.size() ? hex_value(rest[i + 1]) : -1;
+    const int lo = i + 2 < rest.size() ? hex_value(rest[i + 2]) : -1;
+    if (hi < 0 || lo < 0) {
+      throw refuse("'" + std::string(rest.substr(i, 3)) + "' is not a percent escape (% and two hex digits)");
+    }
+    if (hi == 0 && lo == 0) throw refuse("'%00' is a NUL byte, which no file name holds");
+    path.push_back(static_cast<char>(hi * 16 + lo));
+    i += 2;
   }
-  // file:///c%3A/x on Windows-style URIs: keep as is on POSIX.
+  if (!valid_utf8(path)) throw refuse("the path is not UTF-8");
   return path;
+}
+
+std::optional<std::string> uri_to_path(std::string_view uri) {
+  try {
+    return document_path(uri);
+  } catch (const ProtocolError&) {
+    return std::nullopt;
+  }
 }
 
 std::string path_to_uri(std::string_view path) {

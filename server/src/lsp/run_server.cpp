@@ -70,7 +70,12 @@ class StdioTransport {
         while (!server_.exit_code()) {
           auto event = decoder_.next();
           if (!event) break;
-          server_.on_frame(*event);
+          // An exception here would skip the next read: stdin would never be read again.
+          try {
+            server_.on_frame(*event);
+          } catch (const std::exception& failure) {
+            spdlog::error("internal error handling a message (recovered): {}", failure.what());
+          }
         }
       }
       if (server_.exit_code()) return;

@@ -41,7 +41,8 @@ struct AnalysisResult {
   uint64_t generation = 0;  // the document's configuration epoch it was computed under
   std::shared_ptr<const TextSnapshot> snapshot;
   std::vector<Finding> findings;
-  json diagnostics = json::array();  // parallel to `findings`
+  std::vector<Problem> problems;  // syntax errors, regions not analysed
+  json diagnostics = json::array();  // parallel to `findings`, then the problems
   std::string result_id;
   Clock::duration elapsed{};
   bool incremental = false;  // only the edited function was analysed again
@@ -266,14 +267,30 @@ struct Server::Impl {
   void on_frame(const protocol::FrameEvent& event) {
     using Kind = protocol::FrameEvent::Kind;
     switch (event.kind) {
-      case Kind::Message: on_message(event.body); break;
+      case Kind::Message:
+        if (!event.detail.empty()) spdlog::warn("framing: {}", event.detail);
+        on_message(event.body);
+        break;
       case Kind::Oversized:
         spdlog::warn("{}", event.detail);
         send(protocol::make_error_response(nullptr, errc::kInvalidRequest, event.detail));
         break;
+      case Kind::Incomplete:
+        // Not run: a wrongly framed message may be a mangled one. A request still gets its answer.
+        spdlog::warn("framing: {}; resynchronised", event.detail);
+        send(protocol::make_error_response(request_id_in(event.body), errc::kParseError, event.detail));
+        break;
       case Kind::BadHeader:
       case Kind::Junk: spdlog::warn("framing: {}; resynchronised", event.detail); break;
     }
+  }
+
+  // The id of a request in `body`, when it is one; null otherwise.
+  static json request_id_in(std::string_view body) {
+    const json parsed = json::parse(body, nullptr, false);
+    if (!parsed.is_object() || !parsed.contains("method") || !parsed.contains("id")) return nullptr;
+    const json& id = parsed["id"];
+    return id.is_string() || id.is_number_integer() ? id : json(nullptr);
   }
 
   void on_message(std::string_view body) {
@@ -713,11 +730,17 @@ struct Server::Impl {
   // ---------------------------------------------------------------------------------------------
   // Documents.
 
+  // The error for a URI that names no open document: why the URI is invalid, when it is.
+  static ProtocolError not_open(const std::string& uri) {
+    protocol::document_path(uri);
+    return ProtocolError(errc::kInvalidParams, "document is not open: " + uri);
+  }
+
   OpenDocument& document_for(const json& params) {
     const std::string uri = protocol::require_string(params, "/textDocument/uri");
     const auto it = documents.find(uri);
     if (it == documents.end()) {
-      throw ProtocolError(errc::kInvalidParams, "document is not open: " + uri);
+      throw not_open(uri);
     }
     return *it->second;
   }
@@ -745,6 +768,8 @@ struct Server::Impl {
 
   void did_open(const json& params) {
     const std::string uri = protocol::require_string(params, "/textDocument/uri");
+    // Before anything changes: an unusable URI leaves what is open as it was.
+    const std::optional<std::string> path = protocol::document_path(uri);
     const int64_t version = protocol::require_integer(params, "/textDocument/version");
     std::string text = protocol::require_string(params, "/textDocument/text");
     if (documents.count(uri) != 0) {
@@ -753,7 +778,7 @@ struct Server::Impl {
     }
     auto document = std::make_shared<OpenDocument>(io, asio::make_strand(pool));
     document->uri = uri;
-    document->path = protocol::uri_to_path(uri).value_or(uri);
+    document->path = path.value_or(uri);
     if (document->path != uri) {
       document->module = module_name_of(document->path);
       document->is_package = std::filesystem::path(document->path).filename() == "__init__.py";
@@ -910,7 +935,7 @@ struct Server::Impl {
   void did_close(const json& params) {
     const std::string uri = protocol::require_string(params, "/textDocument/uri");
     if (documents.count(uri) == 0) {
-      throw ProtocolError(errc::kInvalidParams, "document is not open: " + uri);
+      throw not_open(uri);
     }
     close_document(uri);
     if (!pull_mode) {
@@ -1012,6 +1037,7 @@ struct Server::Impl {
         result->imported_calls = run.analysis.model->imported_calls_from_traced_code();
       }
       result->findings = std::move(run.analysis.findings);
+      result->problems = std::move(run.analysis.problems);
       result->incremental = run.reanalysed.has_value();
       result->held = run.held;
       result->provisional = run.provisional;
@@ -1019,11 +1045,15 @@ struct Server::Impl {
     } catch (const std::exception& error) {
       worker->analyzer.reset();
       result->findings.clear();
+      result->problems.clear();
       result->error = error.what();
     }
     if (!result->provisional && !job.keep->load()) worker->release();
     for (const Finding& finding : result->findings) {
       result->diagnostics.push_back(to_diagnostic(finding, result->snapshot->lines, job.encoding, uri, result->version));
+    }
+    for (const Problem& problem : result->problems) {
+      result->diagnostics.push_back(to_diagnostic(problem, result->snapshot->lines, job.encoding));
     }
     result->elapsed = Clock::now() - start;
     asio::post(io, [this, uri, result] { on_analysis_done(uri, result); });
@@ -1502,7 +1532,7 @@ struct Server::Impl {
     const std::string uri = protocol::require_string(arguments, "/0/uri");
     OpenDocument* document = find_document(uri);
     if (document == nullptr) {
-      throw ProtocolError(errc::kInvalidParams, "document is not open: " + uri);
+      throw not_open(uri);
     }
     if (const json* version = protocol::optional_member(arguments, "/0/version",
                                                         json::value_t::number_integer)) {

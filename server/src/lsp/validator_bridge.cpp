@@ -14,10 +14,13 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <set>
 #include <sstream>
 #include <thread>
 
 #include "graphmend/analysis/config.h"
+#include "graphmend/protocol/lsp.h"
+#include "validate/process_tree.h"
 
 extern char** environ;
 
@@ -26,20 +29,6 @@ namespace fs = std::filesystem;
 using nlohmann::json;
 
 namespace {
-
-std::string path_of(const std::string& uri) {
-  if (!uri.starts_with("file://")) return uri;
-  std::string out;
-  for (size_t i = 7; i < uri.size(); ++i) {
-    if (uri[i] == '%' && i + 2 < uri.size()) {
-      out += static_cast<char>(std::stoi(uri.substr(i + 1, 2), nullptr, 16));
-      i += 2;
-    } else {
-      out += uri[i];
-    }
-  }
-  return out;
-}
 
 void close_fd(int& fd) {
   if (fd >= 0) ::close(fd);
@@ -184,8 +173,11 @@ std::string ValidatorBridge::summary(const json& r) {
 }
 
 json ValidatorBridge::code_lenses(const std::string& uri, const std::string& text) {
-  std::string path = path_of(uri);
   json lenses = json::array();
+  // Only a file on disk can be validated: an in-memory document (untitled:...) has no lens.
+  const std::optional<std::string> file = protocol::uri_to_path(uri);
+  if (!file) return lenses;
+  const std::string& path = *file;
   std::lock_guard lock(mutex_);
   for (const auto& [row, name] : validation_targets(path, text)) {
     std::string target = path + "::" + name;
@@ -271,6 +263,9 @@ void ValidatorBridge::execute(const std::string& command, const json& arguments,
   int out_fd = -1;
   int err_fd = -1;
   std::string error;
+  // What a run's child leaves behind when it dies before cleaning up comes to us, to be swept.
+  static const bool subreaper = validate::become_subreaper();
+  (void)subreaper;
   const pid_t pid = spawn_child(argv, out_fd, err_fd, error);
   if (pid < 0) {
     lock.unlock();
@@ -338,10 +333,9 @@ void ValidatorBridge::wait_run(std::string key, std::string target, int out_fd, 
       Run& run = runs_.at(key);
       if (run.pid > 0 && run.cancelled && !run.killed &&
           std::chrono::steady_clock::now() - run.cancelled_at > kCancelGrace) {
-        spdlog::warn("validate {}: still running {} s after the cancellation; killing its process group", target,
+        spdlog::warn("validate {}: still running {} s after the cancellation; killing its process tree", target,
                      kCancelGrace.count());
-        ::kill(-pid, SIGKILL);
-        run.killed = true;
+        kill_run_locked(run);
       }
     }
     // The child is gone but something it started still holds the pipes: stop reading after a last look.
@@ -373,6 +367,11 @@ void ValidatorBridge::wait_run(std::string key, std::string target, int out_fd, 
     }
     std::lock_guard lock(mutex_);
     runs_.at(key).pid = -1;
+  }
+  {
+    // A child that died without cleaning up (killed, crashed) left its descendants to us.
+    std::lock_guard lock(mutex_);
+    sweep_locked();
   }
   const int exit_status = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 
@@ -443,12 +442,27 @@ void ValidatorBridge::stop_all() {
   for (auto& [key, run] : runs_) terminate_locked(run);
   // A clean cancellation takes a moment (the child cancels its validator, which kills the arm).
   if (!runs_changed_.wait_for(lock, std::chrono::seconds(5), [&] { return runs_.empty(); })) {
-    for (auto& [key, run] : runs_) {
-      if (run.pid > 0) ::kill(-run.pid, SIGKILL);
-      run.killed = true;
-    }
+    for (auto& [key, run] : runs_) kill_run_locked(run);
     runs_changed_.wait_for(lock, std::chrono::seconds(2), [&] { return runs_.empty(); });
   }
+  sweep_locked();
+}
+
+void ValidatorBridge::kill_run_locked(Run& run) {
+  run.killed = true;
+  if (run.pid <= 0) return;
+  // The child is a subreaper: stopped, it holds everything below it (the validator, the arm, what
+  // user code detached) while that is killed; its group goes too.
+  validate::kill_tree(run.pid, true);
+  ::kill(-run.pid, SIGKILL);
+}
+
+void ValidatorBridge::sweep_locked() {
+  std::set<pid_t> keep;
+  for (const auto& [key, run] : runs_) {
+    if (run.pid > 0) keep.insert(run.pid);
+  }
+  validate::sweep_orphans(keep);
 }
 
 }  // namespace graphmend::lsp

@@ -1,8 +1,9 @@
 // The language server's validator: code lenses on validation targets, and `graphmend.validate`, which
 // runs `graphmend validate TARGET --json --progress-json` (this same executable) in a child process
 // when the user asks. The child leads a process group of its own; cancelling a run sends SIGTERM to
-// that group (the child then cancels the validator, which kills the running arm's process group, and
-// exits), and SIGKILL when it is still there after a grace period.
+// that group (the child then cancels the validator, which kills the running arm's process tree, and
+// exits); when it is still there after a grace period, its whole process tree is killed. The server
+// is a subreaper once a run started: what a child that died leaves behind is swept after it.
 #pragma once
 
 #include <sys/types.h>
@@ -40,13 +41,18 @@ class ValidatorBridge : public Validator, public std::enable_shared_from_this<Va
   struct Run {
     pid_t pid = -1;  // the child, leader of its own process group; -1 once reaped
     bool cancelled = false;
-    bool killed = false;  // SIGKILL sent to the group
+    bool killed = false;  // its process tree was killed
     std::chrono::steady_clock::time_point cancelled_at;
   };
   // Waits for run `key`'s child (reading its result and progress), then calls `done`.
   void wait_run(std::string key, std::string target, int out_fd, int err_fd, Report report, Done done);
   // Sends SIGTERM to the run's group (once); the caller holds mutex_.
   static void terminate_locked(Run& run);
+  // Kills the run's child and everything below it; the caller holds mutex_.
+  static void kill_run_locked(Run& run);
+  // Kills and reaps the children of this process that are no run's child (what a dead child left
+  // behind); the caller holds mutex_.
+  void sweep_locked();
 
   std::mutex mutex_;
   std::condition_variable runs_changed_;

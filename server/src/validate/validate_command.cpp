@@ -17,6 +17,7 @@
 
 #include "graphmend/analysis/config.h"
 #include "graphmend/transforms/fixer.h"
+#include "validate/process_tree.h"
 #include "validate/report.h"
 #include "validate/validator_client.h"
 
@@ -317,6 +318,20 @@ class InterruptGuard {
   std::jthread watcher_;
 };
 
+// Nothing the run starts outlives the command: this process is a subreaper, so what user code
+// detaches (setsid, double forks) is re-parented to it when its parent dies, and whatever is left
+// below it at the end, on every way out, is killed and reaped.
+class ProcessTreeGuard {
+ public:
+  ProcessTreeGuard() { become_subreaper(); }
+  ~ProcessTreeGuard() {
+    kill_tree(::getpid(), false);
+    sweep_orphans();
+  }
+  ProcessTreeGuard(const ProcessTreeGuard&) = delete;
+  ProcessTreeGuard& operator=(const ProcessTreeGuard&) = delete;
+};
+
 }  // namespace
 
 int run_validate_command(const std::vector<std::string>& args) {
@@ -339,6 +354,8 @@ int run_validate_command(const std::vector<std::string>& args) {
   if (!options.fixed_module.empty() && options.fixed == "none") {
     return fail(&options, "bad_params", "--fixed-module needs a fixed source (a file or auto)", kExitEnvironment);
   }
+  // Before any child starts; destroyed after the client (declared below), which stops the validator.
+  ProcessTreeGuard process_tree;
   InterruptGuard interrupt;
   auto interrupted = [&] { return fail(&options, "cancelled", "interrupted before the arms ran", kExitInterrupted); };
   std::error_code ec;

@@ -69,7 +69,14 @@ bool code_action_kind_matches(std::string_view requested, std::string_view kind)
 // Same over a whole `only` list; an absent (empty) list matches everything.
 bool code_action_kind_requested(const std::vector<std::string>& only, std::string_view kind);
 
-// file:// URIs and paths. Percent-decodes; other schemes return nothing.
+// The local path a document URI names: `file:///abs/path`, `file://localhost/abs/path` or
+// `file:/abs/path`, percent-decoded, with its query and fragment ignored. Nothing for another
+// scheme (an in-memory document such as `untitled:Untitled-1`). Throws ProtocolError
+// (InvalidParams, naming the URI) for a URI that cannot be used: none or a bad scheme, a file URI
+// of another host or of a relative path, a bad percent escape (`%zz`), a NUL byte (`%00`), or a
+// path that is not UTF-8.
+std::optional<std::string> document_path(std::string_view uri);
+// The same, but nothing (instead of the error) for a URI document_path() refuses.
 std::optional<std::string> uri_to_path(std::string_view uri);
 std::string path_to_uri(std::string_view path);
 
