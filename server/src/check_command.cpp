@@ -1,5 +1,6 @@
 // `graphmend check [PATH...]`: the engine over files, ruff-style.
 #include <dtl/dtl.hpp>
+#include <unistd.h>
 
 #include <atomic>
 #include <filesystem>
@@ -12,6 +13,7 @@
 #include <variant>
 
 #include "cli/report.h"
+#include "cli/signal_cleanup.h"
 #include "cli/source_file.h"
 #include "commands.h"
 #include "graphmend/analysis/analyzer.h"
@@ -29,7 +31,7 @@ Report where torch.compile (TorchDynamo) will break the graph, and fix what can 
 PATH may be files or folders (searched recursively); `-` reads standard input.
 
 options:
-  --fix                    apply safe fixes in place (atomic writes; line endings, BOM and mode kept)
+  --fix                    apply safe fixes in place (atomic writes; links, line endings, BOM, mode kept)
   --unsafe-fixes           also apply fixes marked unsafe
   --diff                   print the fixes as a unified diff and write nothing (exit 1 if any)
   --select CODES           comma-separated rule codes or prefixes to enable (replaces the configuration's)
@@ -44,7 +46,9 @@ options:
   --no-config              ignore pyproject.toml files
   -j, --jobs N             files checked in parallel (default: number of cores)
 
-exit status: 0 no findings, 1 findings (or a diff with --diff), 2 usage or internal error.
+exit status: 0 no findings, 1 findings (or a diff with --diff), 2 an error: bad usage or configuration, a
+path that could not be read or a fix that could not be written (reported on stderr; --exit-zero keeps 2).
+With `--fix -`, stdout carries the input unchanged whenever the run fails.
 )";
 
 struct Options {
@@ -176,12 +180,14 @@ class ConfigResolver {
   std::map<fs::path, Config> cache_;
 };
 
+// Lines without their ends ("\n", "\r\n" or a lone "\r", as CPython reads them).
 std::vector<std::string> split_lines(const std::string& text) {
   std::vector<std::string> lines;
   std::string cur;
-  for (char c : text) {
-    if (c == '\n') {
-      if (!cur.empty() && cur.back() == '\r') cur.pop_back();
+  for (size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (c == '\n' || c == '\r') {
+      if (c == '\r' && i + 1 < text.size() && text[i + 1] == '\n') ++i;
       lines.push_back(cur);
       cur.clear();
     } else {
@@ -203,8 +209,7 @@ void write_unified_diff(std::ostream& out, const std::string& path, const std::s
 
 struct Outcome {
   FileReport report;
-  std::string error;      // read/config error for this file
-  bool config_error = false;
+  std::string error;      // read, config or write error for this file
   std::string diff;       // --diff output
   bool changed = false;
   std::vector<std::pair<std::string, std::string>> imported_calls;  // (module, function) called from traced code
@@ -258,83 +263,102 @@ Outcome check_one(const fs::path& path, const std::optional<std::string>& stdin_
     config.traced_from_workspace = traced_from_workspace;
   } catch (const ConfigError& e) {
     out.error = e.what();
-    out.config_error = true;
     return out;
   }
-  Document document(path.string(), source.text);
-  for (ByteRange r : document.error_ranges()) out.report.syntax_errors.push_back({r, "invalid syntax"});
-
-  if ((o.fix || o.diff) && document.has_syntax_errors()) {
-    // Never touch a file we could not fully read; report what we can.
-  } else if (o.fix || o.diff) {
-    out.imported_calls = analyze(document, config).model->imported_calls_from_traced_code();
-    FixAllResult fixed = fix_all(path.string(), source.text, config, FixOptions{o.unsafe, 8});
-    if (fixed.changed) {
-      out.changed = true;
-      if (o.diff) {
-        std::ostringstream ss;
-        write_unified_diff(ss, path.string(), source.text, fixed.text);
-        out.diff = ss.str();
-      } else if (stdin_bytes) {
-        out.diff = fixed.text;  // --fix on stdin writes the fixed text to stdout
-      } else if (auto err = write_source_atomically(source, fixed.text)) {
-        out.error = *err;
-        out.changed = false;
-      } else {
-        out.report.fixed = fixed.applied;
-      }
-    }
-    if (o.fix && out.changed) {
-      out.report.text = fixed.text;
-      out.report.findings = std::move(fixed.remaining);
+  {
+    // A syntax tree takes 20 to 80 times the source: this one is freed before the fix loop parses its own.
+    Document document(path.string(), source.text);
+    Analysis analysis = analyze(document, config);
+    out.report.problems = analysis.problems;
+    out.imported_calls = analysis.model->imported_calls_from_traced_code();
+    // Never fix a file we could not fully read (syntax errors, regions too deep); report what we can.
+    if (!(o.fix || o.diff) || !analysis.fully_read()) {
+      attach_fixes(document, analysis);
+      out.report.findings = std::move(analysis.findings);
+      out.report.text = std::move(source.text);
       return out;
     }
   }
-  Analysis analysis = analyze(document, config);
-  if (out.imported_calls.empty()) out.imported_calls = analysis.model->imported_calls_from_traced_code();
-  attach_fixes(document, analysis);
-  out.report.text = source.text;
-  out.report.findings = std::move(analysis.findings);
+  // The remaining findings come with their fixes: for an unchanged text they are the analysis's own.
+  FixAllResult fixed = fix_all(path.string(), source.text, config, FixOptions{o.unsafe, 8});
+  out.report.findings = std::move(fixed.remaining);
+  if (!fixed.changed) {
+    out.report.text = std::move(source.text);
+    return out;
+  }
+  out.changed = true;
+  if (o.diff) {
+    std::ostringstream ss;
+    write_unified_diff(ss, path.string(), source.text, fixed.text);
+    out.diff = ss.str();
+  } else if (stdin_bytes) {
+    out.diff = (source.bom ? "\xEF\xBB\xBF" : "") + fixed.text;  // --fix on stdin writes the fixed text to stdout
+  } else if (auto err = write_source(source, fixed.text)) {
+    out.error = *err;
+    out.changed = false;
+  } else {
+    out.report.fixed = fixed.applied;
+  }
+  out.report.text = std::move(fixed.text);
   return out;
+}
+
+bool has_arg(const std::vector<std::string>& args, const std::string& arg) {
+  return std::find(args.begin(), args.end(), arg) != args.end();
 }
 
 }  // namespace
 
 int run_check(const std::vector<std::string>& args) {
+  // An editor piping its buffer through `--fix -` replaces the buffer with stdout: whatever goes wrong,
+  // stdout then carries the input unchanged (and the error goes to stderr).
+  std::optional<std::string> stdin_bytes;
+  auto read_stdin = [&] {
+    if (stdin_bytes) return;
+    std::ostringstream ss;
+    ss << std::cin.rdbuf();
+    stdin_bytes = ss.str();
+  };
+  // (Before the options are parsed `-` may be another option's value: never wait for a terminal then.)
+  const bool fix_stdin = has_arg(args, "-") && has_arg(args, "--fix") && !has_arg(args, "--diff") && !::isatty(0);
+  auto fail = [&](int code) {
+    if (fix_stdin) {
+      read_stdin();
+      std::cout << *stdin_bytes << std::flush;
+    }
+    return code;
+  };
   Options o;
   try {
     o = parse(args);
   } catch (const UsageError& e) {
     std::cerr << "graphmend check: " << e.what() << "\n\n" << kUsage;
-    return 2;
+    return fail(2);
   }
   std::unique_ptr<ConfigResolver> configs;
   try {
     configs = std::make_unique<ConfigResolver>(o);
   } catch (const ConfigError& e) {
     std::cerr << "error: " << e.what() << "\n";
-    return 2;
+    return fail(2);
   }
 
   std::vector<std::string> errors;
   std::vector<fs::path> files;
-  std::optional<std::string> stdin_bytes;
   std::vector<fs::path> roots;
   for (const auto& p : o.paths) {
-    if (p == "-") {
-      std::ostringstream ss;
-      ss << std::cin.rdbuf();
-      stdin_bytes = ss.str();
-    } else {
-      roots.emplace_back(p);
-    }
+    if (p == "-") read_stdin();
+    else roots.emplace_back(p);
   }
   if (stdin_bytes && !roots.empty()) {
     std::cerr << "graphmend check: `-` cannot be combined with other paths\n";
-    return 2;
+    return fail(2);
   }
   if (stdin_bytes) files.push_back(o.stdin_filename);
   else files = discover_python_files(roots, errors);
+  // Files being written: a signal removes our temporary files before it ends the run.
+  std::optional<SignalCleanup> cleanup;
+  if (o.fix && !stdin_bytes) cleanup.emplace();
 
   std::vector<Outcome> outcomes(files.size());
   std::vector<std::vector<std::string>> traced(files.size());  // per file: functions traced from other files
@@ -389,11 +413,11 @@ int run_check(const std::vector<std::string>& args) {
   }
 
   std::vector<FileReport> reports;
-  bool any_diff = false, internal_error = false;
+  bool any_diff = false;
   for (auto& out : outcomes) {
     if (!out.error.empty()) {
       errors.push_back(out.error);
-      if (out.config_error || out.error.find("internal error") != std::string::npos) internal_error = true;
+      if (o.fix && stdin_bytes) std::cout << *stdin_bytes;  // the input, unchanged
       continue;
     }
     if (o.diff && out.changed) {
@@ -407,20 +431,20 @@ int run_check(const std::vector<std::string>& args) {
   for (const auto& e : errors) std::cerr << "error: " << e << "\n";
 
   size_t findings = 0;
-  for (const auto& r : reports) findings += r.findings.size() + r.syntax_errors.size();
+  for (const auto& r : reports) findings += r.findings.size() + r.problems.size();
   if (o.diff) {
-    if (!any_diff) std::cerr << "No fixes available.\n";
+    if (!any_diff && errors.empty()) std::cerr << "No fixes available.\n";
   } else if (o.fix && stdin_bytes) {
     // stdout carries the fixed source; the summary goes to stderr.
-    write_report(std::cerr, OutputFormat::Concise, reports, false);
+    write_report(std::cerr, OutputFormat::Concise, reports, false, errors.size());
   } else if (o.statistics) {
     write_statistics(std::cout, reports, o.format == OutputFormat::Json);
   } else {
-    write_report(std::cout, o.format, reports, true);
+    write_report(std::cout, o.format, reports, true, errors.size());
   }
-  if (internal_error) return 2;
+  // Like ruff: a path that could not be checked or written is an error whatever --exit-zero says.
+  if (!errors.empty()) return 2;
   if (o.diff) return any_diff && !o.exit_zero ? 1 : 0;
-  if (!errors.empty() && !o.exit_zero) return 1;
   return findings > 0 && !o.exit_zero ? 1 : 0;
 }
 

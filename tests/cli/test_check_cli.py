@@ -147,7 +147,7 @@ def test_bad_bytes_are_reported_with_position_and_others_still_checked(tmp_path)
     assert "a_latin1.py:2:6: invalid UTF-8 byte 0xE9" in err
     assert "b_nul.py:1:6: file contains a NUL byte" in err
     assert "c_good.py:8:12: GM101" in proc.stdout.decode()
-    assert proc.returncode == 1
+    assert proc.returncode == 2  # a file that could not be checked is an error, as in ruff
 
 
 def test_missing_paths_and_symlink_loops(tmp_path):
@@ -157,6 +157,7 @@ def test_missing_paths_and_symlink_loops(tmp_path):
     proc = run("check", "--output-format", "concise", tmp_path, tmp_path / "nope", timeout=60)
     assert "nope: no such file or directory" in proc.stderr.decode()
     assert proc.stdout.decode().count("GM101") == 1
+    assert proc.returncode == 2
 
 
 @pytest.mark.skipif(os.geteuid() == 0, reason="root reads files whatever their mode")
@@ -164,7 +165,7 @@ def test_unreadable_file(tmp_path):
     path = write(tmp_path / "m.py", BREAKING)
     path.chmod(0)
     proc = run("check", path)
-    assert proc.returncode == 1 and b"cannot read file" in proc.stderr
+    assert proc.returncode == 2 and b"cannot read file" in proc.stderr
 
 
 def test_large_and_deep_inputs_do_not_crash(tmp_path):

@@ -9,18 +9,33 @@
 //   * the language server's incremental analysis of an edit (a slice of the input inserted, then
 //     removed again, at a place the input's first bytes choose) gives the whole-file analysis's findings,
 //     unless it held the last findings because the edit broke the syntax.
+//   * the CLI's `check --fix` on the input as a real file (on tmpfs when /dev/shm exists; plain, hard-linked
+//     or behind a symlink, writable or mode 0444, as the input's size chooses) writes the BOM and fix_all's
+//     text or leaves the file as it was (bytes that are not UTF-8, read-only files: exit 2), keeps links,
+//     mode and the other name's contents, and leaves no temporary file; `check --fix -` prints the fixed
+//     text, or the input unchanged whenever it fails.
 // With GRAPHMEND_FUZZ_EACH_FIX=1 in the environment, also: every fix offered on a file that parses, applied
 // alone, gives a file that parses (fix_all drops a whole pass when one fix breaks the file, so a broken
 // fix silently costs every other fix of that pass).
 // scripts/fuzz.sh builds it (clang, ASan) and seeds it from tests/fixtures.
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
-#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <sstream>
 #include <string>
+#include <variant>
 #include <vector>
 
+#include "cli/source_file.h"
+#include "commands.h"
 #include "graphmend/analysis/analyzer.h"
 #include "graphmend/analysis/document.h"
 #include "graphmend/transforms/fixer.h"
@@ -63,14 +78,14 @@ void check_fixes(const std::string& input, const Config& config) {
   }
 }
 
-void check_fix_all(const std::string& input, bool parsed_clean, const Config& config, bool unsafe) {
+FixAllResult check_fix_all(const std::string& input, bool parsed_clean, const Config& config, bool unsafe) {
   FixOptions options;
   options.unsafe = unsafe;
   const char* mode = unsafe ? "unsafe" : "safe";
   FixAllResult first = fix_all("fuzz.py", input, config, options);
   if (!first.changed) {
     if (first.text != input) fail("fix_all changed the text but says it did not", input, mode);
-    return;
+    return first;
   }
   if (!parsed_clean) fail("fix_all edited a file with syntax errors", input, first.text);
   Document fixed("fuzz.py", first.text);
@@ -79,6 +94,105 @@ void check_fix_all(const std::string& input, bool parsed_clean, const Config& co
   if (second.changed || second.text != first.text)
     fail("fix_all is not idempotent", input,
          std::string(mode) + "\n-- after one fix_all:\n" + first.text + "\n-- after two:\n" + second.text);
+  return first;
+}
+
+namespace fs = std::filesystem;
+
+std::string slurp(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+void spill(const fs::path& path, const std::string& bytes) { std::ofstream(path, std::ios::binary) << bytes; }
+
+// A scratch folder for the whole run, on tmpfs when there is one; removed at exit.
+fs::path g_scratch;
+
+const fs::path& scratch() {
+  if (g_scratch.empty()) {
+    std::string base = fs::is_directory("/dev/shm") ? "/dev/shm" : fs::temp_directory_path().string();
+    std::string tmpl = base + "/graphmend-fuzz-XXXXXX";
+    if (!::mkdtemp(tmpl.data())) std::abort();
+    g_scratch = tmpl;
+    std::atexit([] {
+      std::error_code ec;
+      fs::remove_all(g_scratch, ec);
+    });
+  }
+  return g_scratch;
+}
+
+// run_check with its streams captured (stdin from `in`): exit status, stdout.
+std::pair<int, std::string> run_cli(const std::vector<std::string>& args, const std::string& in) {
+  std::istringstream stdin_text(in);
+  std::ostringstream out, err;
+  auto* cin_buf = std::cin.rdbuf(stdin_text.rdbuf());
+  auto* cout_buf = std::cout.rdbuf(out.rdbuf());
+  auto* cerr_buf = std::cerr.rdbuf(err.rdbuf());
+  int rc = graphmend::cli::run_check(args);
+  std::cin.rdbuf(cin_buf);
+  std::cout.rdbuf(cout_buf);
+  std::cerr.rdbuf(cerr_buf);
+  std::cin.clear();
+  return {rc, out.str()};
+}
+
+// `safe`: fix_all with `config` and safe fixes on the input; the CLI runs it on the input less its BOM.
+void check_cli_fix(const std::string& input, const Config& config, const FixAllResult& safe) {
+  auto decoded = graphmend::cli::source_from_bytes("fuzz.py", input);
+  const auto* source = std::get_if<graphmend::cli::SourceFile>(&decoded);
+  std::string expected = input;  // what the file holds afterwards
+  if (source) {
+    FixAllResult fixed = source->bom ? fix_all("fuzz.py", source->text, config, FixOptions{}) : safe;
+    if (fixed.changed) expected = (source->bom ? "\xEF\xBB\xBF" : "") + fixed.text;
+  }
+  const bool changes = expected != input;
+
+  // --fix -: the fixed text, or the input itself.
+  auto [stdin_rc, printed] = run_cli({"--fix", "--no-config", "-j1", "-"}, input);
+  if (stdin_rc == 2 ? printed != input : printed != expected)
+    fail("`check --fix -` printed something else than the fixed text or the input", input,
+         "exit " + std::to_string(stdin_rc) + "\n-- printed:\n" + printed + "\n-- expected:\n" + expected);
+  if ((stdin_rc == 2) != (source == nullptr)) fail("`check --fix -` exit status", input, std::to_string(stdin_rc));
+
+  // --fix FILE, in one of the layouts.
+  const fs::path& dir = scratch();
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(dir)) fs::remove_all(entry.path(), ec);
+  const size_t layout = input.size() % 3, mode_choice = input.size() / 3 % 4;
+  const mode_t mode = mode_choice == 3 ? 0444 : mode_choice == 2 ? 0600 : 0644;
+  fs::create_directories(dir / "real");
+  const fs::path target = dir / "real" / "m.py", other = dir / "other.py", link = dir / "link.py";
+  spill(target, input);
+  ::chmod(target.c_str(), mode);
+  if (layout == 1) fs::create_hard_link(target, other);
+  if (layout == 2) fs::create_symlink("real/m.py", link);
+  const fs::path given = layout == 2 ? link : target;
+  const bool read_only = mode == 0444;
+  auto [rc, ignored] = run_cli({"--fix", "--no-config", "-j1", given.string()}, "");
+  (void)ignored;
+  const std::string after = slurp(target);
+  std::string detail = "layout " + std::to_string(layout) + ", mode " + std::to_string(mode) + ", exit " +
+                       std::to_string(rc) + "\n-- file:\n" + after;
+  if (rc < 0 || rc > 2) fail("`check --fix` exit status out of range", input, detail);
+  const bool refused = source == nullptr || (read_only && changes);
+  if (refused != (rc == 2)) fail("`check --fix` exit 2 exactly when the file cannot be read or written", input, detail);
+  if (after != (refused ? input : expected))
+    fail("`check --fix` wrote something else than the fixed text", input, detail);
+  struct stat st {};
+  if (::stat(target.c_str(), &st) != 0 || (st.st_mode & 07777) != mode)
+    fail("`check --fix` changed the mode", input, detail);
+  if (layout == 1 && (st.st_nlink != 2 || slurp(other) != after))
+    fail("`check --fix` broke a hard link", input, detail);
+  if (layout == 2 && !fs::is_symlink(link)) fail("`check --fix` replaced a symlink", input, detail);
+  for (const fs::path& d : {dir, dir / "real"})
+    for (const auto& entry : fs::directory_iterator(d))
+      if (entry.path().filename().string().find(".graphmend-") != std::string::npos)
+        fail("`check --fix` left a temporary file", input, entry.path().string());
+  ::chmod(target.c_str(), 0644);
 }
 
 std::string describe(const std::vector<Finding>& findings) {
@@ -131,9 +245,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     parsed_clean = !Document("fuzz.py", input).has_syntax_errors();
     check_fixes(input, compiled);
     check_fixes(input, all);
-    check_fix_all(input, parsed_clean, compiled, false);
+    FixAllResult safe = check_fix_all(input, parsed_clean, compiled, false);
     check_fix_all(input, parsed_clean, all, true);
     check_incremental(input, compiled);
+    check_cli_fix(input, compiled, safe);
   } catch (const std::exception& ex) {
     fail("exception escaped the engine", input, ex.what());
   }

@@ -97,16 +97,17 @@ json finding_to_ruff_json(const FileReport& file, const LineIndex& lines, const 
             {"related", related}}}};
 }
 
-void write_report(std::ostream& out, OutputFormat format, const std::vector<FileReport>& files, bool show_fixes) {
-  size_t total = 0, fixable = 0, fixed = 0;
+void write_report(std::ostream& out, OutputFormat format, const std::vector<FileReport>& files, bool show_fixes,
+                  size_t errors) {
+  size_t breaks = 0, syntax = 0, skipped = 0, fixable = 0, fixed = 0;
   if (format == OutputFormat::Json) {
     json arr = json::array();
     for (const auto& file : files) {
       LineIndex lines(file.text);
-      for (const auto& s : file.syntax_errors) {
+      for (const auto& s : file.problems) {
         std::error_code ec;
         auto abs = std::filesystem::absolute(file.path, ec);
-        arr.push_back({{"cell", nullptr}, {"code", nullptr}, {"message", "SyntaxError: " + s.message},
+        arr.push_back({{"cell", nullptr}, {"code", nullptr}, {"message", s.message},
                        {"filename", ec ? file.path : abs.string()},
                        {"location", loc_json(location_of(lines, s.range.start))},
                        {"end_location", loc_json(location_of(lines, s.range.end))}, {"fix", nullptr},
@@ -155,9 +156,9 @@ void write_report(std::ostream& out, OutputFormat format, const std::vector<File
         }
         results.push_back(result);
       }
-      for (const auto& s : file.syntax_errors) {
-        results.push_back({{"level", "error"},
-                           {"message", {{"text", "SyntaxError: " + s.message}}},
+      for (const auto& s : file.problems) {
+        results.push_back({{"level", s.kind == Problem::Kind::Syntax ? "error" : "warning"},
+                           {"message", {{"text", s.message}}},
                            {"locations", json::array({{{"physicalLocation",
                                                         {{"artifactLocation", {{"uri", file_uri(file.path)}}},
                                                          {"region", region(s.range)}}}}})}});
@@ -178,22 +179,24 @@ void write_report(std::ostream& out, OutputFormat format, const std::vector<File
   for (const auto& file : files) {
     LineIndex lines(file.text);
     fixed += static_cast<size_t>(file.fixed);
-    for (const auto& s : file.syntax_errors) {
+    for (const auto& s : file.problems) {
       Location a = location_of(lines, s.range.start), b = location_of(lines, s.range.end);
       if (format == OutputFormat::Github) {
-        out << "::error title=graphmend (SyntaxError),file=" << escape_github(file.path, true) << ",line=" << a.row
-            << ",col=" << a.column << ",endLine=" << b.row << ",endColumn=" << b.column
-            << "::" << escape_github("SyntaxError: " + s.message, false) << "\n";
+        // The title names the error's class ("SyntaxError", "TabError"), or that the code was skipped.
+        std::string title = s.kind == Problem::Kind::Syntax ? s.message.substr(0, s.message.find(':')) : "not analysed";
+        out << "::error title=graphmend (" << escape_github(title, true) << "),file=" << escape_github(file.path, true)
+            << ",line=" << a.row << ",col=" << a.column << ",endLine=" << b.row << ",endColumn=" << b.column
+            << "::" << escape_github(s.message, false) << "\n";
       } else {
-        out << file.path << ":" << a.row << ":" << a.column << ": SyntaxError: " << s.message << "\n";
+        out << file.path << ":" << a.row << ":" << a.column << ": " << s.message << "\n";
       }
-      ++total;
+      ++(s.kind == Problem::Kind::Syntax ? syntax : skipped);
     }
     for (const auto& f : file.findings) {
       Location a = location_of(lines, f.range.start), b = location_of(lines, f.range.end);
       bool can_fix = f.fix && f.fix->applicability == Applicability::Safe;
       if (can_fix) ++fixable;
-      ++total;
+      ++breaks;
       if (format == OutputFormat::Github) {
         out << "::error title=graphmend (" << f.rule->code << "),file=" << escape_github(file.path, true)
             << ",line=" << a.row << ",col=" << a.column << ",endLine=" << b.row << ",endColumn=" << b.column
@@ -213,13 +216,20 @@ void write_report(std::ostream& out, OutputFormat format, const std::vector<File
     }
   }
   if (format == OutputFormat::Github) return;
-  if (fixed > 0) out << "Fixed " << fixed << " graph break" << (fixed == 1 ? "" : "s") << ".\n";
-  if (total == 0) {
+  auto count = [](size_t n, const char* what) { return std::to_string(n) + " " + what + (n == 1 ? "" : "s"); };
+  if (fixed > 0) out << "Fixed " << count(fixed, "graph break") << ".\n";
+  if (breaks == 0 && syntax == 0 && skipped == 0 && errors == 0) {
     if (fixed == 0) out << "All checks passed!\n";
     return;
   }
-  out << "Found " << total << " graph break" << (total == 1 ? "" : "s") << (fixed > 0 ? " remaining" : "") << ".\n";
+  // A syntax error is not a graph break: problems are counted apart (and their file is never fixed).
+  std::string found;
+  if (breaks > 0) found = count(breaks, "graph break") + (fixed > 0 ? " remaining" : "");
+  if (syntax > 0) found += (found.empty() ? "" : ", ") + count(syntax, "syntax error");
+  if (skipped > 0) found += (found.empty() ? "" : ", ") + count(skipped, "region") + " not analysed";
+  if (!found.empty()) out << "Found " << found << ".\n";
   if (fixable > 0) out << "[*] " << fixable << " fixable with the `--fix` option.\n";
+  if (errors > 0) out << count(errors, "error") << " (reported above): not every file was checked or written.\n";
 }
 
 void write_statistics(std::ostream& out, const std::vector<FileReport>& files, bool as_json) {

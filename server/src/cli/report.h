@@ -13,17 +13,12 @@
 
 namespace graphmend::cli {
 
-struct SyntaxProblem {
-  ByteRange range;
-  std::string message;
-};
-
 // Everything the reporters need about one checked file (the text is the one findings refer to).
 struct FileReport {
   std::string path;
   std::string text;
   std::vector<Finding> findings;
-  std::vector<SyntaxProblem> syntax_errors;
+  std::vector<Problem> problems;  // syntax errors, regions not analysed: reported like findings, without a code
   int fixed = 0;  // fixes applied by --fix
 };
 
@@ -36,7 +31,10 @@ struct Location {
 Location location_of(const LineIndex& lines, uint32_t offset);
 
 nlohmann::json finding_to_ruff_json(const FileReport& file, const LineIndex& lines, const Finding& finding);
-void write_report(std::ostream& out, OutputFormat format, const std::vector<FileReport>& files, bool show_fixes);
+// `errors`: paths that could not be checked or written (reported elsewhere); the summary says so and
+// never claims that all checks passed then.
+void write_report(std::ostream& out, OutputFormat format, const std::vector<FileReport>& files, bool show_fixes,
+                  size_t errors = 0);
 void write_statistics(std::ostream& out, const std::vector<FileReport>& files, bool json);
 
 }  // namespace graphmend::cli

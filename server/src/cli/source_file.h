@@ -1,35 +1,58 @@
 // Reading and writing users' source files without losing anything: encoding checks with positions,
-// BOM and line endings kept, atomic replacement that keeps permissions.
+// BOM and line endings kept, writes that replace the file atomically or, for links, rewrite it in place
+// from a complete copy on disk; permissions, ownership and links kept.
 #pragma once
 
+#include <sys/types.h>
+
+#include <cstdint>
+#include <ctime>
 #include <filesystem>
 #include <optional>
-#include <variant>
 #include <string>
+#include <variant>
 #include <vector>
 
 namespace graphmend::cli {
+
+// Offsets are 32-bit (tree-sitter's and ours): a larger file cannot be analysed, so it is refused.
+constexpr uint64_t kMaxSourceBytes = UINT32_MAX;
 
 struct SourceFile {
   std::filesystem::path path;
   std::string text;   // UTF-8, without the BOM
   bool bom = false;
+  // The file as it was read (absent for stdin): a write refuses when it changed on disk since.
+  struct Identity {
+    dev_t device = 0;
+    ino_t inode = 0;
+    off_t size = 0;
+    timespec mtime{};
+  };
+  std::optional<Identity> identity;
 };
 
 struct ReadError {
   std::string message;  // "path:line:col: ..." or "path: ..."
 };
 
-// Reads a Python file; non-UTF-8 bytes and NUL bytes are errors naming the line and column.
+// Reads a Python file; non-UTF-8 bytes and NUL bytes are errors naming the line and column. Never blocks
+// on a FIFO or device (only regular files are read).
 std::variant<SourceFile, ReadError> read_source(const std::filesystem::path& path);
 std::variant<SourceFile, ReadError> source_from_bytes(const std::filesystem::path& display_path, std::string bytes);
 
-// Writes `text` (BOM restored) next to the file and renames it over the original, keeping its mode.
-// Returns an error message on failure; the original is untouched then.
-std::optional<std::string> write_source_atomically(const SourceFile& original, const std::string& new_text);
+// Replaces the file's contents with `new_text` (BOM restored). A file without write permission (or with
+// no write bit at all, even for root) is refused. An ordinary file is replaced atomically: a temporary
+// file next to it, with its mode and owner, is fsynced and renamed over it. A hard-linked file, a
+// symlink's target, or a file whose owner the temporary file cannot take is rewritten in place instead,
+// after the new text is complete and fsynced in a temporary file (kept if the rewrite is interrupted),
+// so every link still names the file. Returns an error message on failure; the file is unchanged then.
+std::optional<std::string> write_source(const SourceFile& original, const std::string& new_text);
 
-// Every *.py file under `paths` (files are taken as given); skips VCS, virtual environment and build folders,
-// does not follow directory symlinks. Problems (unreadable folders, missing paths) go to `errors`.
+// Every *.py file under `paths`, once (by the first of its names); skips VCS, virtual environment and
+// build folders, does not follow directory symlinks, skips FIFOs, sockets and devices. A path given
+// explicitly must be a regular file or a directory. Problems (missing paths, unreadable folders, other
+// kinds of files) go to `errors`.
 std::vector<std::filesystem::path> discover_python_files(const std::vector<std::filesystem::path>& paths,
                                                          std::vector<std::string>& errors);
 
