@@ -33,6 +33,7 @@ from torch import nn
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "oracle"))
 from dynamo_breaks import is_driver  # noqa: E402
+from fixture_support import _normalise_transcript as _normalise  # noqa: E402
 from fixture_support import build_example, load_fixture, transcript  # noqa: E402
 
 SEEDS = (0, 1, 2)
@@ -168,16 +169,6 @@ def _state(fn) -> Any:
                 continue
             attrs[f"{name}.{k}"] = _describe(v)
     return state, attrs
-
-
-def _normalise(events: list) -> list:
-    merged: list = []
-    for ev in events:
-        if merged and ev[0] in ("stdout", "stderr") and merged[-1][0] == ev[0]:
-            merged[-1] = (ev[0], merged[-1][1] + ev[1])
-        else:
-            merged.append(ev)
-    return merged
 
 
 def _compiled(fn):
