@@ -211,6 +211,7 @@ struct Outcome {
   FileReport report;
   std::string error;      // read, config or write error for this file
   std::string diff;       // --diff output
+  std::string warning;    // the fix loop's pass bound was reached (like ruff's "failed to converge")
   bool changed = false;
   std::vector<std::pair<std::string, std::string>> imported_calls;  // (module, function) called from traced code
 };
@@ -280,8 +281,10 @@ Outcome check_one(const fs::path& path, const std::optional<std::string>& stdin_
     }
   }
   // The remaining findings come with their fixes: for an unchanged text they are the analysis's own.
-  FixAllResult fixed = fix_all(path.string(), source.text, config, FixOptions{o.unsafe, 8});
+  FixAllResult fixed = fix_all(path.string(), source.text, config, FixOptions{o.unsafe, 0});
   out.report.findings = std::move(fixed.remaining);
+  if (!fixed.converged)
+    out.warning = path.string() + ": fixes were still being found when the fix loop stopped; run --fix again";
   if (!fixed.changed) {
     out.report.text = std::move(source.text);
     return out;
@@ -415,6 +418,7 @@ int run_check(const std::vector<std::string>& args) {
   std::vector<FileReport> reports;
   bool any_diff = false;
   for (auto& out : outcomes) {
+    if (!out.warning.empty()) std::cerr << "warning: " << out.warning << "\n";
     if (!out.error.empty()) {
       errors.push_back(out.error);
       if (o.fix && stdin_bytes) std::cout << *stdin_bytes;  // the input, unchanged

@@ -63,6 +63,25 @@ TEST_CASE("fix_all predicates and is idempotent") {
   CHECK_FALSE(twice.changed);
 }
 
+TEST_CASE("fix_all runs to its fixpoint when each fix waits on the next (a chain of deferred log calls)") {
+  // Each log call can only be deferred after the graph once every effect after it is: one per pass.
+  std::string src = "import logging\n\nimport torch\n\nlogger = logging.getLogger(__name__)\n\n\n"
+                    "@torch.compile\ndef step(x):\n";
+  for (const char* method : {"debug", "info", "warning", "error", "critical", "exception", "fatal", "warn"})
+    src += std::string("    logger.") + method + "(\"m\")\n";
+  src += "    logger.log(20, \"m\")\n";
+  src += "    return x + 1\n";
+  FixAllResult once = fix_all("m.py", src, Config{}, FixOptions{});
+  CHECK(once.converged);
+  CHECK(once.applied == 9);
+  CHECK_FALSE(fix_all("m.py", once.text, Config{}, FixOptions{}).changed);
+  FixOptions bounded;
+  bounded.max_passes = 4;
+  FixAllResult cut = fix_all("m.py", src, Config{}, bounded);
+  CHECK_FALSE(cut.converged);
+  CHECK(cut.applied == 4);
+}
+
 TEST_CASE("every fixable rule says what its fix keeps and what may change") {
   for (const RuleInfo* r : all_rules()) {
     CAPTURE(r->code);

@@ -79,10 +79,16 @@ FixAllResult fix_all(const std::string& path, const std::string& text, const Con
     result.remaining = std::move(analysis.findings);
     return result;  // never fix a file we could not fully read
   }
-  for (int pass = 0; pass < options.max_passes; ++pass) {
+  const int limit =
+      options.max_passes > 0 ? options.max_passes : static_cast<int>(analysis.findings.size()) + 100;
+  for (int pass = 0;; ++pass) {
     int chosen = 0;
     std::vector<TextEdit> edits = non_overlapping_edits(analysis.findings, options, chosen);
     if (edits.empty()) break;
+    if (pass == limit) {
+      result.converged = false;
+      break;
+    }
     std::string next = apply_edits(result.text, edits);
     Document candidate(path, next);
     if (candidate.has_syntax_errors()) {

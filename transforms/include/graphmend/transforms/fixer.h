@@ -14,7 +14,10 @@ void attach_fixes(const Document& document, Analysis& analysis);
 
 struct FixOptions {
   bool unsafe = false;   // also apply fixes whose applicability is Unsafe
-  int max_passes = 8;    // bound on the fix loop
+  // Bound on the fix loop; 0: to the fixpoint. A fix may only become offerable once a later one is
+  // applied (a log call deferred after the graph must come after every effect that follows it), so a
+  // chain of N such fixes takes N passes: 0 bounds the loop by the first pass's findings plus 100.
+  int max_passes = 0;
 };
 
 struct FixAllResult {
@@ -22,6 +25,7 @@ struct FixAllResult {
   int applied = 0;                 // fixes applied across all passes
   std::vector<Finding> remaining;  // findings left in `text`, fixes attached
   bool changed = false;
+  bool converged = true;           // false: the pass bound was reached with fixes still to apply
 };
 
 // Applies non-overlapping fixes, re-analyses and repeats; a pass that adds a syntax error is dropped.
