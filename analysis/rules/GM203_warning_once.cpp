@@ -13,13 +13,23 @@ const RuleInfo kInfo{
         "`warning_once` is an `lru_cache`-wrapped logger call in transformers: a cache and a logging side effect "
         "that Dynamo does not trace, so it breaks the graph.",
     .registry_id = "GB0291",
-    .fix_summary = "The call is deferred after the graph, keeping its once-only behaviour.",
+    .fix_summary = "With literal arguments, the message is emitted when Dynamo traces the call "
+                   "(`torch._dynamo.comptime`), in any frame; eager runs call it as before.",
     .example_bad = "logger.warning_once('`use_cache=True` is incompatible with gradient checkpointing')",
-    .example_good = "# deferred after the graph",
+    .example_good =
+        "torch._dynamo.comptime.comptime(\n"
+        "    lambda ctx: logger.warning_once('`use_cache=True` is incompatible with gradient checkpointing'),\n"
+        "    lambda: logger.warning_once('`use_cache=True` is incompatible with gradient checkpointing'),\n"
+        ")",
     .fixable = true,
     .fix_safety =
-        "As for GM202: deferred in the compile entry (once-only behaviour kept by the logger's own cache), "
-        "skipped while compiling elsewhere (unsafe: no message under torch.compile).",
+        "Safe with literal arguments, in any frame: `warning_once` emits a message once per process, and the fix "
+        "emits it once when Dynamo traces the call (a retrace or recompile hits the logger's cache as a second "
+        "call does); eager and non-strict torch.export runs call it as before. What moves: under torch.compile "
+        "the record is emitted while tracing, before output the same graph produces earlier in program order, "
+        "and a call whose graph then fails at run time has already emitted it. With other arguments: deferred "
+        "after the graph in the compile entry, skipped while compiling elsewhere (unsafe: no message under "
+        "torch.compile).",
 };
 
 void check(RuleContext& ctx, const Visit& v) {
