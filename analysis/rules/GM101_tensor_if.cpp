@@ -17,7 +17,8 @@ const RuleInfo kInfo{
     .registry_id = "GB0170",
     .fix_summary =
         "When both branches only compute values (no side effects, same shapes), the branch is predicated: both "
-        "values are computed and `torch.where(cond, a, b)` selects one, inside the graph.",
+        "values are computed and `torch.where(cond, a, b)` selects one, inside the graph. A LayerDrop test "
+        "(`torch.rand([]) < p`) gets a precondition that decides it without the tensor when `p <= 0`.",
     .example_bad = "if x.sum() > 0:\n    y = x * 2\nelse:\n    y = x - 1",
     .example_good = "y = torch.where(x.sum() > 0, x * 2, x - 1)",
     .fixable = true,
@@ -32,7 +33,10 @@ const RuleInfo kInfo{
         "is NaN; under `no_grad`, a branch that passes an input through, whose `requires_grad` the select "
         "drops. Refused: effects, randomness, module calls that may raise or write, a name written in place "
         "after the select, a shadowed `torch`. The result is a new tensor even where the original returned an "
-        "input itself.",
+        "input itself. LayerDrop (`r = torch.rand([])`, then `if r < p:`): `(not isinstance(p, (int, float)) or p "
+        "> 0) and r < p` is exact, since a draw in [0, 1) is never below a number <= 0 (NaN included); Dynamo "
+        "decides it at trace time, the draw still runs (same RNG stream), and every other `p` runs the original "
+        "test. `r <= p` is refused (a draw can be exactly 0.0).",
 };
 
 void check(RuleContext& ctx, const Visit& v) {

@@ -19,6 +19,7 @@ void attach_fixes(const Document& document, Analysis& analysis) {
       finding.no_fix_reason = "part of this file is too deeply nested to analyse, and a fix's proof may depend on it";
       continue;
     }
+    bool recognised = false;  // a transform recognised the finding's pattern and said why it refuses
     for (const Transform* t : registered_transforms()) {
       if (std::find(t->codes.begin(), t->codes.end(), finding.rule->code) == t->codes.end()) continue;
       TransformResult result = t->apply(TransformContext{document, *analysis.model, finding});
@@ -27,7 +28,9 @@ void attach_fixes(const Document& document, Analysis& analysis) {
         finding.no_fix_reason.clear();
         break;
       }
-      finding.no_fix_reason = std::get<Refusal>(result).reason;
+      const Refusal& refusal = std::get<Refusal>(result);
+      if (refusal.recognised ? !recognised : finding.no_fix_reason.empty()) finding.no_fix_reason = refusal.reason;
+      recognised |= refusal.recognised;
     }
     if (!finding.fix && finding.no_fix_reason.empty()) finding.no_fix_reason = std::string(finding.rule->fix_summary);
   }

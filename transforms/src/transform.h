@@ -12,6 +12,9 @@ namespace graphmend {
 
 struct Refusal {
   std::string reason;  // plain words: "the branch writes self.hits, and predication would run it on both paths"
+  // False when the finding is not of the transform's pattern at all: the reason of a transform that did
+  // recognise it (the first one) is what the finding shows.
+  bool recognised = true;
 };
 
 using TransformResult = std::variant<Fix, Refusal>;

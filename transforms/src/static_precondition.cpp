@@ -1,0 +1,161 @@
+// GM101: a test on a uniform random draw whose outcome is fixed by a static operand (LayerDrop).
+//
+//   dropout_probability = torch.rand([])
+//   if dropout_probability < self.layerdrop:
+//   -> if (not isinstance(self.layerdrop, (int, float)) or self.layerdrop > 0) and dropout_probability < self.layerdrop:
+//
+// `torch.rand` draws from [0, 1) in every dtype, so `r < p` is False for every number `p <= 0` (NaN included:
+// `r < nan` is False too). The added precondition decides exactly those cases without reading the tensor, and
+// Dynamo decides it at trace time (a float or int attribute is a guarded constant): with the configs' default
+// `layerdrop = 0.0` the branch is pruned and the graph does not break. For any other `p` (positive, a tensor,
+// None, a string...) the original comparison runs as before, with its own result or exception. The draw itself
+// still runs, so the RNG stream is the same; the skipped comparison has no effect to lose.
+//
+// Sound only when: the drawn name is bound once in the function, to `torch.rand(...)` (no `out=`), before the
+// test, and never written in place; `p` is a number literal, a name or an attribute chain (reading it again has
+// no effect: not a method or property of the class; a tensor bound fails the isinstance test and runs the
+// original comparison); `isinstance`, `int` and `float` are the
+// builtins. `r <= p` is left alone: `r` can be exactly 0, so it is not fixed for `p == 0`.
+#include <algorithm>
+
+#include "support.h"
+#include "transform.h"
+
+namespace graphmend {
+namespace {
+using namespace fixes;
+
+// A number literal, a name, or `a.b.c` over names: reading it twice reads the same value, with no effect.
+bool is_plain_operand(TSNode node) {
+  std::string_view t = ts_node_type(node);
+  if (t == "integer" || t == "float" || t == "identifier") return true;
+  if (t == "unary_operator") return is_plain_operand(field(node, "argument"));
+  if (t == "attribute") return is_plain_operand(field(node, "object"));
+  return false;
+}
+
+// Why `name` is not a fresh uniform draw in [0, 1) when `stmt` runs.
+std::string why_not_uniform_draw(const Document& doc, const SemanticModel& model, const FunctionInfo& fn,
+                                 const std::string& name, TSNode stmt) {
+  if (std::find(fn.params.begin(), fn.params.end(), name) != fn.params.end()) return "`" + name + "` is a parameter";
+  auto it = fn.assignments.find(name);
+  if (it == fn.assignments.end() || it->second.size() != 1) return "`" + name + "` is not bound once in the function";
+  TSNode value = it->second.front();
+  if (!is_type(value, "call")) return "`" + name + "` is not bound to a `torch.rand(...)` draw";
+  auto callee = model.qualified_name(field(value, "function"));
+  if (!callee || *callee != "torch.rand") return "`" + name + "` is not bound to a `torch.rand(...)` draw";
+  TSNode args = field(value, "arguments");
+  for (uint32_t i = 0; i < ts_node_named_child_count(args); ++i) {
+    TSNode a = ts_node_named_child(args, i);
+    if (is_type(a, "keyword_argument") && text(doc, field(a, "name")) == "out")
+      return "the draw writes into `out=`, a tensor that may be changed elsewhere";
+    if (is_type(a, "list_splat") || is_type(a, "dictionary_splat")) return "the draw's arguments are unpacked";
+  }
+  if (!defined_before(doc, fn, name, stmt)) return "`" + name + "` may be unbound when the test runs";
+  TSNode assignment = ts_node_parent(value);
+  while (!ts_node_is_null(assignment) && !is_type(ts_node_parent(assignment), "block"))
+    assignment = ts_node_parent(assignment);
+  if (auto why = why_written_in_place_after(doc, fn, name, assignment); !why.empty()) return why;
+  return "";
+}
+
+// Why reading `operand` again may differ from reading it once: a method or property of the class.
+std::string why_operand_unplain(const Document& doc, const FunctionInfo& fn,
+                                TSNode operand) {
+  if (!is_plain_operand(operand)) return "`" + text(doc, operand) + "` is not a number, a name or an attribute";
+  if (is_type(operand, "attribute") && text(doc, field(operand, "object")) == "self" && fn.owner) {
+    std::string attr = text(doc, field(operand, "attribute"));
+    if (fn.owner->methods.count(attr)) return "`self." + attr + "` is a method or property of the class";
+  }
+  return "";
+}
+
+std::string why_builtins_shadowed(const FunctionInfo& fn, const SemanticModel& model) {
+  for (const char* name : {"isinstance", "int", "float"}) {
+    for (const FunctionInfo* f = &fn; f; f = f->parent)
+      if (f->locals.count(name) || std::find(f->params.begin(), f->params.end(), name) != f->params.end())
+        return std::string("`") + name + "` is a local name here, not the builtin";
+    (void)model;
+  }
+  return "";
+}
+
+// The comparison inside `test` (the test itself or an operand of its top-level `and`) between a draw and a
+// static operand: `r < p` or `p > r`. Null when there is none.
+struct DrawTest {
+  TSNode comparison{};
+  TSNode draw{};
+  TSNode bound{};
+  bool strict = true;  // `<`; false for `<=`, which a draw of exactly 0.0 satisfies against 0
+};
+
+DrawTest find_draw_test(const Document& doc, TSNode test) {
+  test = unparenthesize(test);
+  if (is_type(test, "boolean_operator") && text(doc, field(test, "operator")) == "and") {
+    DrawTest left = find_draw_test(doc, field(test, "left"));
+    if (!ts_node_is_null(left.comparison)) return left;
+    return find_draw_test(doc, field(test, "right"));
+  }
+  if (!is_type(test, "comparison_operator") || ts_node_named_child_count(test) != 2) return {};
+  TSNode a = ts_node_named_child(test, 0), b = ts_node_named_child(test, 1);
+  std::string op;
+  for (uint32_t i = 0; i < ts_node_child_count(test); ++i) {
+    TSNode c = ts_node_child(test, i);
+    if (!ts_node_is_named(c)) op = text(doc, c);
+  }
+  if ((op == "<" || op == "<=") && is_type(a, "identifier")) return {test, a, b, op == "<"};
+  if ((op == ">" || op == ">=") && is_type(b, "identifier")) return {test, b, a, op == ">"};
+  return {};
+}
+
+TransformResult apply(const TransformContext& ctx) {
+  const Document& doc = ctx.document;
+  const SemanticModel& model = ctx.model;
+  TSNode stmt = enclosing(doc, ctx.finding.range, {"if_statement", "elif_clause"});
+  if (ts_node_is_null(stmt)) return Refusal{"no if statement", false};
+  const FunctionInfo* fn = model.function_containing(stmt);
+  if (!fn) return Refusal{"the test is not inside a function", false};
+  TSNode test = field(stmt, "condition");
+  DrawTest found = find_draw_test(doc, test);
+  if (ts_node_is_null(found.comparison))
+    return Refusal{"the test is not a comparison of a random draw with a bound", false};
+  // Only a name bound to a draw is this transform's: anything else is predication's business.
+  auto bound_to = fn->assignments.find(text(doc, found.draw));
+  if (bound_to == fn->assignments.end() ||
+      std::none_of(bound_to->second.begin(), bound_to->second.end(),
+                   [&](TSNode v) { return text(doc, v).find("rand(") != std::string::npos; }))
+    return Refusal{"the test does not compare a random draw", false};
+  if (!found.strict)
+    return Refusal{"`" + text(doc, found.comparison) +
+                   "` is not decided by the bound alone: torch.rand can draw exactly 0.0, which is <= 0"};
+  const std::string bound = text(doc, found.bound);
+  if (text(doc, test).find("isinstance(" + bound + ", (int, float))") != std::string::npos)
+    return Refusal{"already guarded: Dynamo breaks here only when `" + bound + "` is positive or not a number"};
+  TSNode if_stmt = is_type(stmt, "elif_clause") ? ts_node_parent(stmt) : stmt;
+  if (auto why = why_not_uniform_draw(doc, model, *fn, text(doc, found.draw), if_stmt); !why.empty())
+    return Refusal{why};
+  if (auto why = why_operand_unplain(doc, *fn, found.bound); !why.empty()) return Refusal{why};
+  if (auto why = why_builtins_shadowed(*fn, model); !why.empty()) return Refusal{why};
+
+  const std::string guard = "(not isinstance(" + bound + ", (int, float)) or " + bound + " > 0) and ";
+  const bool whole = ts_node_eq(found.comparison, unparenthesize(test)) && !is_type(test, "parenthesized_expression");
+  Fix fix;
+  if (whole) {
+    fix.edits.push_back({node_range(found.comparison), guard + text(doc, found.comparison)});
+  } else {
+    fix.edits.push_back({node_range(found.comparison), "(" + guard + text(doc, found.comparison) + ")"});
+  }
+  fix.title = "Decide `" + text(doc, found.comparison) + "` without the tensor when `" + bound +
+              "` is a number <= 0 (a draw from torch.rand is never below it): Dynamo prunes the branch at trace "
+              "time, and every other value runs the original test";
+  return fix;
+}
+
+}  // namespace
+
+const Transform& transform_static_precondition() {
+  static const Transform t{"static-precondition", {"GM101"}, apply};
+  return t;
+}
+
+}  // namespace graphmend
