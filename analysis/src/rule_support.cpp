@@ -127,19 +127,12 @@ TSNode breaking_operand(const RuleContext& ctx, TSNode condition, const Function
     if (TSNode hit = breaking_operand(ctx, left, fn); !ts_node_is_null(hit)) return hit;
     ValueKind left_kind = ctx.model.kind_of(left, fn);
     if (left_kind != ValueKind::Static && left_kind != ValueKind::None) return TSNode{};
-    // The right operand runs only for some values of the left one. Training flags and constants are
-    // exercised by users (train and eval); other static tests (dtype, config) may never let it run.
-    TSNode l = unparenthesize(left);
-    if (is_type(l, "not_operator")) l = unparenthesize(field(l, "argument"));
-    // Dtype and device tests select precision- or hardware-specific paths that a given run usually skips;
-    // flags, `is not None` and shape tests are taken to let the tensor test run.
-    std::string text = ctx.text(l);
-    bool hardware_test = text.find(".dtype") != std::string::npos || text.find(".device") != std::string::npos ||
-                         text.find(".is_cuda") != std::string::npos;
+    // The right operand runs only for some values of the left one. A static test that Dynamo decides (a flag, `is not None`, a shape, a dtype or device test) lets the
+    // tensor test run for some values: the break is real on those paths (the fp16 clamp breaks every fp16
+    // run), so only a test known to be constant hides it.
     auto truth = ctx.model.static_truth(left, &fn);  // the whole operand, `not` included
     std::string op = ctx.text(field(condition, "operator"));
     if (truth && ((op == "and" && !*truth) || (op == "or" && *truth))) return TSNode{};
-    if (hardware_test && !truth) return TSNode{};
     return breaking_operand(ctx, field(condition, "right"), fn);
   }
   return ctx.model.kind_of(condition, fn) == ValueKind::Tensor ? condition : TSNode{};

@@ -186,6 +186,21 @@ TransformResult apply(const TransformContext& ctx) {
       has_else = true;
     }
   }
+  // `if S and T:` with S not a tensor (Dynamo decides it at trace time): keep `if S:` and predicate `if T:`
+  // inside it. Python evaluates S once and T only when S holds, in both forms, so this step alone changes
+  // nothing; it lets the fp16 clamp (`h.dtype == torch.float16 and (torch.isinf(h).any() or ...)`) be
+  // predicated. Only for an if without elif/else whose branch assigns (a returning branch has a `return`
+  // after the if to select against, which the static test must not cover).
+  std::string static_test;
+  if (branches.size() == 1 && ts_node_is_null(single_return(branches[0].block))) {
+    TSNode test = unparenthesize(branches[0].condition);
+    if (is_type(test, "boolean_operator") && text(doc, field(test, "operator")) == "and" &&
+        model.kind_of(field(test, "left"), *fn) == ValueKind::Static &&
+        model.kind_of(field(test, "right"), *fn) == ValueKind::Tensor) {
+      static_test = text(doc, field(test, "left"));
+      branches[0].condition = field(test, "right");
+    }
+  }
   TorchName torch = torch_name(doc, model);
   if (auto why = why_torch_unusable(doc, model, fn, torch); !why.empty()) return Refusal{why};
   if (auto why = why_locals_unaddable(doc, *fn); !why.empty()) return Refusal{why};
@@ -213,6 +228,11 @@ TransformResult apply(const TransformContext& ctx) {
   std::string indent = indentation_of(doc, stmt);
   std::string eol(detect_line_ending(doc.text()));
   std::string replacement;
+  if (!static_test.empty()) {
+    replacement = "if " + static_test + ":" + eol;
+    indent = indent_step(indent);
+    replacement += indent;
+  }
   for (const std::string& c : comments_in(doc, stmt)) replacement += c + eol + indent;
   ByteRange range = node_range(stmt);
   std::string hazard;
@@ -378,7 +398,7 @@ TransformResult apply(const TransformContext& ctx) {
       if (!unproven.empty()) {
         shapes = true;
         shape_reason = unproven;
-        if (!tensors(model, *fn, values) || model.kind_of(field(stmt, "condition"), *fn) != ValueKind::Tensor)
+        if (!tensors(model, *fn, values) || model.kind_of(branches[0].condition, *fn) != ValueKind::Tensor)
           return Refusal{unproven};
         if (values.size() < branches.size() + (has_else ? 0 : 1)) {
           // The old value takes part in the trace-time shape check: it must be a tensor too.
