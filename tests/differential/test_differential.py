@@ -68,3 +68,43 @@ def test_every_observation_of_the_contract_has_a_hazard_fixture():
             assert (HAZARD_DIR / f"{name}.py").is_file(), f"docs/fix-safety.md names a missing hazard {name}"
     named = set(re.findall(r"hazards/(\w+)\.py", doc))
     assert {p.stem for p in HAZARDS} <= named, "every hazard fixture is named in docs/fix-safety.md"
+
+
+def _observed(outcome, transcript):
+    return {"outcome": outcome, "transcript": transcript, "state": None, "arguments": None, "rng": None,
+            "grad_mode": True}
+
+
+def test_trace_time_clause_allows_only_extra_once_messages_in_a_raising_compiled_call():
+    from differential import _first_difference
+
+    raised = ("raise", "RuntimeError", "bad dtype")
+    once = ("log", "WARNING", "warning_once", "deprecated")
+    other = ("log", "WARNING", "warning", "something else")
+    allowed = {"deprecated"}
+    # the clause: the once-message is already out when the graph raises
+    assert _first_difference(_observed(raised, []), _observed(raised, [once]), allowed, True) is None
+    # nowhere else: eager runs, returning calls, messages the fix does not emit at trace time
+    assert _first_difference(_observed(raised, []), _observed(raised, [once]), allowed, False)
+    assert _first_difference(_observed(("ok", 1), []), _observed(("ok", 1), [once]), allowed, True)
+    assert _first_difference(_observed(raised, []), _observed(raised, [other]), allowed, True)
+    assert _first_difference(_observed(raised, []), _observed(raised, [once]), set(), True)
+    # and a message the original emitted may not be lost
+    assert _first_difference(_observed(raised, [once]), _observed(raised, []), allowed, True)
+
+
+def test_the_trace_time_hazard_needs_the_clause(tmp_path):
+    """hazards/log_once_before_runtime_error.py differs without the clause: the oracle sees the difference."""
+    import differential
+
+    path = HAZARD_DIR / "log_once_before_runtime_error.py"
+    fixed = tmp_path / path.name
+    assert graphmend_fix(path, fixed)
+    assert differential.trace_time_messages(fixed) == {"layer: first call", "model: after the layer"}
+    saved = differential.trace_time_messages
+    differential.trace_time_messages = lambda _: set()
+    try:
+        result = compare_files(path, fixed, gradients=False)
+    finally:
+        differential.trace_time_messages = saved
+    assert any("compiled: transcript" in d for d in result.differences), result.differences
