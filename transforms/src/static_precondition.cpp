@@ -11,12 +11,16 @@
 // None, a string...) the original comparison runs as before, with its own result or exception. The draw itself
 // still runs, so the RNG stream is the same; the skipped comparison has no effect to lose.
 //
+// The same goes into a flag that only truth tests read (wav2vec2: `skip_the_layer = self.training and r < p`,
+// then `if not skip_the_layer or synced_gpus:`): there a Python False stands for a tensor False.
+//
 // Sound only when: the drawn name is bound once in the function, to `torch.rand(...)` (no `out=`), before the
 // test, and never written in place; `p` is a number literal, a name or an attribute chain (reading it again has
 // no effect: not a method or property of the class; a tensor bound fails the isinstance test and runs the
 // original comparison); `isinstance`, `int` and `float` are the
 // builtins. `r <= p` is left alone: `r` can be exactly 0, so it is not fixed for `p == 0`.
 #include <algorithm>
+#include <functional>
 
 #include "support.h"
 #include "transform.h"
@@ -108,6 +112,44 @@ DrawTest find_draw_test(const Document& doc, TSNode test) {
   return {};
 }
 
+// The names a test reads as truth values: the test itself, or operands of its not/and/or.
+void truth_operands(const Document& doc, TSNode test, std::vector<TSNode>& out) {
+  test = unparenthesize(test);
+  if (is_type(test, "not_operator")) return truth_operands(doc, field(test, "argument"), out);
+  if (is_type(test, "boolean_operator")) {
+    truth_operands(doc, field(test, "left"), out);
+    truth_operands(doc, field(test, "right"), out);
+    return;
+  }
+  if (is_type(test, "identifier")) out.push_back(test);
+}
+
+// Every read of `name` in `fn` is a truth test (an if/elif/while condition, or a not/and/or operand of one),
+// outside nested functions and lambdas: a value of the same truthiness is then indistinguishable.
+bool only_truth_tested(const Document& doc, const FunctionInfo& fn, const std::string& name, TSNode assignment) {
+  bool ok = true;
+  std::function<void(TSNode, bool)> visit = [&](TSNode node, bool nested) {
+    if (!ok) return;
+    if (is_type(node, "identifier") && text(doc, node) == name && !ts_node_eq(node, assignment)) {
+      TSNode at = node, parent = ts_node_parent(node);
+      while (is_type(parent, "not_operator") || is_type(parent, "boolean_operator") ||
+             is_type(parent, "parenthesized_expression")) {
+        at = parent;
+        parent = ts_node_parent(parent);
+      }
+      bool test = (is_type(parent, "if_statement") || is_type(parent, "elif_clause") ||
+                   is_type(parent, "while_statement")) &&
+                  ts_node_eq(field(parent, "condition"), at);
+      if (nested || !test) ok = false;
+      return;
+    }
+    const bool inner = nested || is_type(node, "function_definition") || is_type(node, "lambda");
+    for (uint32_t i = 0; i < ts_node_named_child_count(node); ++i) visit(ts_node_named_child(node, i), inner);
+  };
+  visit(field(fn.node, "body"), false);
+  return ok;
+}
+
 TransformResult apply(const TransformContext& ctx) {
   const Document& doc = ctx.document;
   const SemanticModel& model = ctx.model;
@@ -116,7 +158,27 @@ TransformResult apply(const TransformContext& ctx) {
   const FunctionInfo* fn = model.function_containing(stmt);
   if (!fn) return Refusal{"the test is not inside a function", false};
   TSNode test = field(stmt, "condition");
+  TSNode anchor = is_type(stmt, "elif_clause") ? ts_node_parent(stmt) : stmt;  // where the draw must be bound
   DrawTest found = find_draw_test(doc, test);
+  if (ts_node_is_null(found.comparison)) {
+    // A flag computed from the draw and only truth-tested (`skip = self.training and r < p`, `if not skip:`):
+    // the precondition goes into the flag's expression, where a False of the same truthiness is as good.
+    std::vector<TSNode> names;
+    truth_operands(doc, test, names);
+    for (TSNode n : names) {
+      auto it = fn->assignments.find(text(doc, n));
+      if (it == fn->assignments.end() || it->second.size() != 1) continue;
+      DrawTest inner = find_draw_test(doc, it->second.front());
+      if (ts_node_is_null(inner.comparison)) continue;
+      TSNode assignment = ts_node_parent(it->second.front());
+      if (!is_type(assignment, "assignment") || !only_truth_tested(doc, *fn, text(doc, n), field(assignment, "left")))
+        return Refusal{"`" + text(doc, n) + "` holds a random draw's test and is used as a value, not only tested"};
+      found = inner;
+      test = it->second.front();
+      anchor = ts_node_parent(assignment);
+      break;
+    }
+  }
   if (ts_node_is_null(found.comparison))
     return Refusal{"the test is not a comparison of a random draw with a bound", false};
   // Only a name bound to a draw is this transform's: anything else is predication's business.
@@ -131,8 +193,7 @@ TransformResult apply(const TransformContext& ctx) {
   const std::string bound = text(doc, found.bound);
   if (text(doc, test).find("isinstance(" + bound + ", (int, float))") != std::string::npos)
     return Refusal{"already guarded: Dynamo breaks here only when `" + bound + "` is positive or not a number"};
-  TSNode if_stmt = is_type(stmt, "elif_clause") ? ts_node_parent(stmt) : stmt;
-  if (auto why = why_not_uniform_draw(doc, model, *fn, text(doc, found.draw), if_stmt); !why.empty())
+  if (auto why = why_not_uniform_draw(doc, model, *fn, text(doc, found.draw), anchor); !why.empty())
     return Refusal{why};
   if (auto why = why_operand_unplain(doc, *fn, found.bound); !why.empty()) return Refusal{why};
   if (auto why = why_builtins_shadowed(*fn, model); !why.empty()) return Refusal{why};
