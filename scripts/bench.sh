@@ -2,6 +2,9 @@
 # Every benchmark, regenerating docs/benchmarks.md (each benchmark rewrites only its own section):
 #   bash scripts/bench.sh [path/to/graphmend] [-- extra args for bench/hf/run.py]
 # `make bench` runs it as `bash scripts/bench.sh build/graphmend`. BENCH_QUICK=1 runs the short subsets.
+# The Hugging Face benchmark runs two corpora: the transformers of .venv, then the GraphMend paper's rows on
+# transformers 4.52.4 (bench/hf/run.py --corpus paper-4.52.4, workers in .venv-tf452, created here when
+# missing; BENCH_PAPER=0 skips it). Extra args go to the first corpus only.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$root"
@@ -31,5 +34,15 @@ echo "== differential oracle (safe fixes against every observation: fixtures and
 
 echo "== Hugging Face models (break census, detection, fixes, outputs, timing)"
 "$py" bench/hf/run.py --jobs "${BENCH_JOBS:-2}" "${quick[@]}" "$@"
+
+if [ "${BENCH_PAPER:-1}" != 0 ]; then
+  echo "== Hugging Face models, the GraphMend paper's rows on transformers 4.52.4 (its flags; no timing)"
+  if [ ! -x "$root/.venv-tf452/bin/python" ]; then
+    python3 -m venv "$root/.venv-tf452"
+    "$root/.venv-tf452/bin/pip" install torch==2.13.0 numpy==2.2.6 transformers==4.52.4 matplotlib==3.10.9
+  fi
+  "$py" bench/hf/run.py --corpus paper-4.52.4 --python "$root/.venv-tf452/bin/python" --no-timing \
+    --jobs "${BENCH_JOBS:-2}" "${quick[@]}"
+fi
 
 echo "bench: wrote docs/benchmarks.md and bench/results/"

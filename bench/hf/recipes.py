@@ -8,6 +8,11 @@ values, audio features, boxes. `paper` marks the architectures of the GraphMend 
 
 A recipe is data plus small functions: building the model is `build(recipe)`, building the inputs is
 `recipe.inputs(config, generator, train)`. Nothing here runs Dynamo.
+
+A corpus (bench/hf/corpora.py) may change a recipe: config overrides on top of the recipe's, fp16
+weights and floating inputs, and the text sequence length (`s`, and `t` for decoder inputs) of the
+builders that take them. `build(recipe, corpus=...)` and `make_inputs(..., corpus=...)` apply it; without
+a corpus everything is as the recipe says.
 """
 from __future__ import annotations
 
@@ -55,8 +60,10 @@ def _ids(g, vocab, b=B, s=S, low=3):
     return torch.randint(low, vocab, (b, s), generator=g)
 
 
-def _padded_mask(b=B, s=S, pad=4, left=False):
-    """Second row padded: real batches are ragged, and masks with zeros reach code that all-ones skips."""
+def _padded_mask(b=B, s=S, pad=None, left=False):
+    """Second row padded (a quarter of it by default: 4 of 16): real batches are ragged, and masks with
+    zeros reach code that all-ones skips."""
+    pad = max(1, s // 4) if pad is None else pad
     m = torch.ones(b, s, dtype=torch.long)
     if b > 1 and pad:
         if left:
@@ -66,30 +73,30 @@ def _padded_mask(b=B, s=S, pad=4, left=False):
     return m
 
 
-def text_lm(cfg, g, train):
-    ids = _ids(g, cfg.vocab_size)
-    d = {"input_ids": ids, "attention_mask": _padded_mask(left=True)}
+def text_lm(cfg, g, train, s=S, t=None):
+    ids = _ids(g, cfg.vocab_size, s=s)
+    d = {"input_ids": ids, "attention_mask": _padded_mask(s=s, left=True)}
     if train:
         d["labels"] = ids.clone()
     return d
 
 
-def text_cls(cfg, g, train):
-    ids = _ids(g, cfg.vocab_size)
-    d = {"input_ids": ids, "attention_mask": _padded_mask()}
+def text_cls(cfg, g, train, s=S, t=None):
+    ids = _ids(g, cfg.vocab_size, s=s)
+    d = {"input_ids": ids, "attention_mask": _padded_mask(s=s)}
     if getattr(cfg, "type_vocab_size", 0) and getattr(cfg, "type_vocab_size", 0) > 1:
         tt = torch.zeros_like(ids)
-        tt[:, S // 2:] = 1
+        tt[:, s // 2:] = 1
         d["token_type_ids"] = tt
     if train:
         d["labels"] = torch.randint(0, cfg.num_labels, (B,), generator=g)
     return d
 
 
-def seq2seq(cfg, g, train):
-    ids = _ids(g, cfg.vocab_size)
-    d = {"input_ids": ids, "attention_mask": _padded_mask()}
-    tgt = _ids(g, cfg.vocab_size, s=S // 2)
+def seq2seq(cfg, g, train, s=S, t=None):
+    ids = _ids(g, cfg.vocab_size, s=s)
+    d = {"input_ids": ids, "attention_mask": _padded_mask(s=s)}
+    tgt = _ids(g, cfg.vocab_size, s=t or S // 2)
     if train:
         d["labels"] = tgt
     else:
@@ -97,22 +104,22 @@ def seq2seq(cfg, g, train):
     return d
 
 
-def longformer_inputs(cfg, g, train):
-    d = text_cls(cfg, g, train)
+def longformer_inputs(cfg, g, train, s=S, t=None):
+    d = text_cls(cfg, g, train, s=s)
     glob = torch.zeros_like(d["input_ids"])
     glob[:, 0] = 1  # global attention on the CLS token, as the model card does
     d["global_attention_mask"] = glob
     return d
 
 
-def layoutlmv3_inputs(cfg, g, train):
-    ids = _ids(g, cfg.vocab_size)
-    x0 = torch.randint(0, 500, (B, S), generator=g)
-    y0 = torch.randint(0, 500, (B, S), generator=g)
-    w = torch.randint(1, 400, (B, S), generator=g)
-    h = torch.randint(1, 100, (B, S), generator=g)
+def layoutlmv3_inputs(cfg, g, train, s=S, t=None):
+    ids = _ids(g, cfg.vocab_size, s=s)
+    x0 = torch.randint(0, 500, (B, s), generator=g)
+    y0 = torch.randint(0, 500, (B, s), generator=g)
+    w = torch.randint(1, 400, (B, s), generator=g)
+    h = torch.randint(1, 100, (B, s), generator=g)
     bbox = torch.stack([x0, y0, x0 + w, y0 + h], dim=-1)
-    d = {"input_ids": ids, "attention_mask": _padded_mask(), "bbox": bbox,
+    d = {"input_ids": ids, "attention_mask": _padded_mask(s=s), "bbox": bbox,
          "pixel_values": torch.randn(B, 3, cfg.input_size, cfg.input_size, generator=g)}
     if train:
         d["labels"] = torch.randint(0, cfg.num_labels, (B,), generator=g)
@@ -127,9 +134,9 @@ def image_cls(cfg, g, train):
     return d
 
 
-def clip_inputs(cfg, g, train):
+def clip_inputs(cfg, g, train, s=S, t=None):
     tc, vc = cfg.text_config, cfg.vision_config
-    d = {"input_ids": _ids(g, tc.vocab_size), "attention_mask": _padded_mask(),
+    d = {"input_ids": _ids(g, tc.vocab_size, s=s), "attention_mask": _padded_mask(s=s),
          "pixel_values": torch.randn(B, 3, vc.image_size, vc.image_size, generator=g)}
     if train:
         d["return_loss"] = True
@@ -144,10 +151,10 @@ def wav2vec2_inputs(cfg, g, train):
     return d
 
 
-def whisper_inputs(cfg, g, train):
+def whisper_inputs(cfg, g, train, s=None, t=None):
     n = cfg.max_source_positions * 2
     d = {"input_features": torch.randn(B, cfg.num_mel_bins, n, generator=g)}
-    tgt = _ids(g, cfg.vocab_size, s=6)
+    tgt = _ids(g, cfg.vocab_size, s=t or 6)
     if train:
         d["labels"] = tgt
     else:
@@ -155,18 +162,24 @@ def whisper_inputs(cfg, g, train):
     return d
 
 
-def clap_inputs(cfg, g, train):
+def clap_inputs(cfg, g, train, s=S, t=None):
     ac, tc = cfg.audio_config, cfg.text_config
-    d = {"input_ids": _ids(g, tc.vocab_size), "attention_mask": _padded_mask(),
-         "input_features": torch.randn(B, 1, 250, ac.num_mel_bins, generator=g)}
+    fusion = bool(getattr(ac, "enable_fusion", False))
+    # with enable_fusion the feature extractor gives 4 mel channels (global + 3 local crops) and
+    # `is_longer`; every clip is longer here: the fusion block's BatchNorm needs more than one sample in
+    # train mode (the extractor itself marks one clip at random when none is longer)
+    d = {"input_ids": _ids(g, tc.vocab_size, s=s), "attention_mask": _padded_mask(s=s),
+         "input_features": torch.randn(B, 4 if fusion else 1, 250, ac.num_mel_bins, generator=g)}
+    if fusion:
+        d["is_longer"] = torch.ones(B, 1, dtype=torch.bool)
     if train:
         d["return_loss"] = True
     return d
 
 
-def grounding_dino_inputs(cfg, g, train):
+def grounding_dino_inputs(cfg, g, train, s=8, t=None):
     tc = cfg.text_config
-    ids = _ids(g, tc.vocab_size, s=8)
+    ids = _ids(g, tc.vocab_size, s=s)
     ids[:, 0] = 101
     ids[:, 3] = 1012  # "." separates phrases in Grounding DINO prompts
     ids[:, -1] = 102
@@ -370,26 +383,55 @@ def recipe_modules(recipe: Recipe) -> list[str]:
     return sorted(mods)
 
 
-def build_config(recipe: Recipe):
+def _corpus(corpus):
+    import corpora
+
+    return corpus if isinstance(corpus, corpora.Corpus) else corpora.get(corpus)
+
+
+def build_config(recipe: Recipe, corpus=None):
+    import corpora
     import transformers
 
-    kwargs = dict(recipe.overrides)
-    for attr, (cls_name, ov) in recipe.sub_configs.items():
-        kwargs[attr] = getattr(transformers, cls_name)(**ov)
-    return getattr(transformers, recipe.config_class)(**kwargs)
+    c = _corpus(corpus)
+    kwargs = corpora.merged_overrides(c, recipe.name, recipe.overrides)
+    subs = {attr: getattr(transformers, cls_name)(**corpora.merged_sub_overrides(c, recipe.name, attr, ov))
+            for attr, (cls_name, ov) in recipe.sub_configs.items()}
+    cls = getattr(transformers, recipe.config_class)
+    try:
+        return cls(**kwargs, **subs)
+    except TypeError as e:
+        # transformers 4.x: some composite configs (ClapConfig) take their sub-configs as dicts only
+        if "must be a mapping" not in str(e):
+            raise
+        return cls(**kwargs, **{attr: sub.to_dict() for attr, sub in subs.items()})
 
 
-def build(recipe: Recipe, seed: int = 0):
-    """Build the model with random weights (seeded) and return (model, config)."""
+def build(recipe: Recipe, seed: int = 0, corpus=None):
+    """Build the model with random weights (seeded) and return (model, config); in fp16 where the
+    corpus says so."""
     import transformers
 
-    cfg = build_config(recipe)
+    c = _corpus(corpus)
+    cfg = build_config(recipe, c)
     torch.manual_seed(seed)
     cls = getattr(transformers, recipe.model_class)
     model = cls(cfg)
+    if recipe.name in c.fp16:
+        model = model.half()
     return model, cfg
 
 
-def make_inputs(recipe: Recipe, cfg, train: bool, seed: int = 1) -> dict[str, Any]:
+def make_inputs(recipe: Recipe, cfg, train: bool, seed: int = 1, corpus=None) -> dict[str, Any]:
+    import inspect
+
+    c = _corpus(corpus)
     g = torch.Generator().manual_seed(seed)
-    return recipe.inputs(cfg, g, train)
+    kw = {}
+    if c.seq_len is not None:
+        params = inspect.signature(recipe.inputs).parameters
+        kw = {k: c.seq_len for k in ("s", "t") if k in params}
+    d = recipe.inputs(cfg, g, train, **kw)
+    if recipe.name in c.fp16:
+        d = {k: v.half() if isinstance(v, torch.Tensor) and v.is_floating_point() else v for k, v in d.items()}
+    return d

@@ -8,6 +8,8 @@ from __future__ import annotations
 import os
 import statistics
 
+import corpora
+
 PAPER = {"models": 27, "breaks": 147, "fixed": 107, "fixed_pct": 72.8, "fully_fixed": 21,
          "cold_x_max": 26, "cold_x_mean": 5}
 
@@ -16,8 +18,30 @@ def _ok(models):
     return [m for m in models if m.get("status") == "ok"]
 
 
-def _has_after(m) -> bool:
-    return m.get("after") is not None and "compare" in m
+def _has_after(m, arm: str = "") -> bool:
+    """arm "" is the fixed arm (safe fixes), "_unsafe" the unsafe arm."""
+    return m.get("after" + arm) is not None and ("compare" + arm) in m
+
+
+def _arm_totals(ok: list, arm: str) -> dict:
+    fixed_arm = [m for m in ok if _has_after(m, arm)]
+    if not fixed_arm:
+        return {}
+    before = sum(len(m["before"]["sites"]) for m in fixed_arm)
+    left = sum(len(m["compare" + arm]["left"]) for m in fixed_arm)
+    new = sum(len(m["compare" + arm]["new"]) for m in fixed_arm)
+    fixed = before - left - new
+    return {"models": len(fixed_arm), "sites_before": before, "sites_after": left + new, "sites_fixed": fixed,
+            "sites_left": left, "sites_new": new,
+            "fixed_pct": round(100.0 * fixed / before, 1) if before else None,
+            "models_fully_fixed": sum(1 for m in fixed_arm if m["before"]["sites"] and not m["after" + arm]["sites"]),
+            "fullgraph_after": {mode: sum(1 for m in fixed_arm if m["after" + arm]["fullgraph"].get(mode))
+                                for mode in ("eval", "train")},
+            "outputs_changed": sorted(m["name"] for m in fixed_arm if any(
+                not v.get("equal") for v in (m.get("outputs" + arm) or {}).values())),
+            "same_as_safe": sorted(m["name"] for m in fixed_arm if (m.get("fix" + arm) or {}).get("same_as_safe")),
+            "errors": sorted(m["name"] for m in ok if m.get("after" + arm + "_error") or
+                             (m.get("fix" + arm) or {}).get("status") == "error")}
 
 
 def totals(results: dict) -> dict:
@@ -66,6 +90,12 @@ def totals(results: dict) -> dict:
         })
     t["fixed_arm_errors"] = sorted(m["name"] for m in ok if m.get("after_error") or
                                    (m.get("fix") or {}).get("status") == "error")
+    unsafe = _arm_totals(ok, "_unsafe")
+    if unsafe:
+        t["unsafe"] = unsafe
+    paper_rows = [m for m in models if "paper_before" in m]
+    if paper_rows:
+        t["paper_table2"] = corpora.paper_totals([_paper_row(m) for m in paper_rows])
     det = [m["detection"] for m in ok if "detection" in m and "error" not in m["detection"]]
     if det:
         found = sum(d["sites_found"] for d in det)
@@ -86,6 +116,16 @@ def totals(results: dict) -> dict:
                        "cold_x_max": round(max(x["cold_x"] for x in timed), 2),
                        "steady_x_median": round(statistics.median(x["steady_x"] for x in timed), 2)}
     return t
+
+
+def _n_after(m, arm: str):
+    return len(m["after" + arm]["sites"]) if _has_after(m, arm) else None
+
+
+def _paper_row(m) -> dict:
+    ok = m.get("status") == "ok"
+    return {"name": m["name"], "before": len(m["before"]["sites"]) if ok else None,
+            "after_safe": _n_after(m, "") if ok else None, "after_unsafe": _n_after(m, "_unsafe") if ok else None}
 
 
 def chart(results: dict, png: str) -> bool:
@@ -250,12 +290,18 @@ def markdown(results: dict, chart_path: str | None) -> str:
     A("Breaks are distinct sites (events eval/train in brackets). `*` marks the paper's architectures. "
       "fullgraph: does `torch.compile(fullgraph=True)` succeed after the fix (eval/train).")
     A("")
-    A("| model | breaks before | after | % fixed | kinds | outputs equal | fullgraph after | cold x | steady x |")
-    A("|---|---|---|---|---|---|---|---|---|")
+    has_unsafe = any("fix_unsafe" in m for m in ok)
+    if has_unsafe:
+        A("*after unsafe*: the third arm, `check --fix --unsafe-fixes` (outputs equal eval/train; `(= safe)` when "
+          "the unsafe fixes changed nothing more than the safe ones, so the safe arm's census stands for it).")
+        A("")
+    A("| model | breaks before | after | % fixed | kinds | outputs equal | fullgraph after | "
+      + ("after unsafe | outputs equal unsafe | " if has_unsafe else "") + "cold x | steady x |")
+    A("|---|---|---|---|---|---|---|" + ("---|---|" if has_unsafe else "") + "---|---|")
     for m in models:
         name = m["name"] + (" *" if m.get("paper") else "")
         if m.get("status") != "ok":
-            A(f"| {name} | skipped: {m.get('skip_reason', '')[:80]} | | | | | | | |")
+            A(f"| {name} | skipped: {m.get('skip_reason', '')[:80]} |" + " |" * (7 + 2 * has_unsafe))
             continue
         b = m["before"]
         kinds = ", ".join(f"{_short(k)} {n}" for k, n in b["kinds"].items()) or "-"
@@ -275,7 +321,10 @@ def markdown(results: dict, chart_path: str | None) -> str:
             if m.get("after_error"):
                 after = f"error: {m['after_error'][:60]}"
         tm = m.get("timing") or {}
-        A(f"| {name} | {nb} ({_modes(m, 'before')}) | {after} | {pct} | {kinds} | {eq} | {fg} | "
+        uns = ""
+        if has_unsafe:
+            uns = f"{_after_cell(m, '_unsafe')} | {_eq_cell(m, '_unsafe')} | "
+        A(f"| {name} | {nb} ({_modes(m, 'before')}) | {after} | {pct} | {kinds} | {eq} | {fg} | {uns}"
           f"{_fmt_x(tm.get('cold_x'))} | {_fmt_x(tm.get('steady_x'))} |")
     A("")
     if chart_path:
@@ -332,10 +381,10 @@ def markdown(results: dict, chart_path: str | None) -> str:
                     why = "not detected by graphmend"
                 elif any(g["fixable"] for g in gm):
                     why = "detected with a fix, but the break remains: " + "; ".join(
-                        f"{g['code']} {g['message'][:100]}" for g in gm)
+                        f"{g['code']} {_one_line(g['message'])[:100]}" for g in gm)
                 else:
                     why = "detected, no fix: " + "; ".join(
-                        f"{g['code']}: {g.get('no_fix_reason') or g['message'][:120]}" for g in gm)
+                        f"{g['code']}: {_one_line(g.get('no_fix_reason') or g['message'][:120])}" for g in gm)
                 by_kind.setdefault(s["kind"], []).append((m["name"], s, why))
             for s in m["compare"]["new"]:
                 by_kind.setdefault(s["kind"], []).append((m["name"], s, "new after the fix"))
@@ -380,6 +429,196 @@ def markdown(results: dict, chart_path: str | None) -> str:
     skipped = [m for m in models if m.get("status") != "ok"]
     if skipped:
         A("### Skipped models")
+        A("")
+        for m in skipped:
+            A(f"- {m['name']}: {m.get('skip_reason', '')}")
+        A("")
+    return "\n".join(L)
+
+
+# ---------------------------------------------------------------------------------------------
+# the hf-paper-4.52.4 section: the GraphMend paper's rows next to its Table 2
+
+
+def _yn(v) -> str:
+    return "yes" if v else "no"
+
+
+def _after_cell(m, arm: str) -> str:
+    if m.get("status") != "ok":
+        return "-"
+    if _has_after(m, arm):
+        return f"{len(m['after' + arm]['sites'])} ({_modes(m, 'after' + arm)})"
+    err = m.get("after" + arm + "_error")
+    if err:
+        return f"error: {err.strip().splitlines()[0][:60]}"
+    return "-"
+
+
+def _eq_cell(m, arm: str) -> str:
+    if not _has_after(m, arm):
+        return "-"
+    outs = m.get("outputs" + arm) or {}
+    if all(outs.get(k, {}).get("reason") == "identical code" for k in ("eval", "train")):
+        return "yes (no edit)"
+    cell = "/".join("yes" if outs.get(k, {}).get("equal") else ("NO" if k in outs else "?") for k in ("eval", "train"))
+    if arm and (m.get("fix" + arm) or {}).get("same_as_safe"):
+        cell += " (= safe)"
+    return cell
+
+
+def _fg_cell(m, arm: str) -> str:
+    if not _has_after(m, arm):
+        return "-"
+    fg = m["after" + arm]["fullgraph"]
+    return "/".join(_yn(fg.get(k)) for k in ("eval", "train"))
+
+
+def _one_line(text: str) -> str:
+    return " ".join((text or "").split()).replace("|", "\\|")
+
+
+def _why_left(full: dict) -> str:
+    gm = full.get("graphmend") or []
+    if not gm:
+        return "not detected by graphmend"
+    if any(g.get("fixable") for g in gm):
+        return "detected with a fix, still breaks: " + "; ".join(
+            f"{g['code']} {_one_line(g['message'])[:90]}" for g in gm)
+    return "detected, no fix: " + "; ".join(
+        f"{g['code']}: {_one_line(g.get('no_fix_reason') or g['message'])[:110]}" for g in gm)
+
+
+def _key(s) -> tuple:
+    return (s["file"], s["function"], s["stmt"])
+
+
+def _bin_note(meta: dict) -> str:
+    sha = meta.get("graphmend_sha256")
+    if not sha:
+        return ""
+    return (f"Binary: a snapshot of `{meta.get('graphmend_bin')}` taken at the start (sha256 {sha[:12]}, built "
+            f"{meta.get('graphmend_mtime')}), used for every row. ")
+
+
+def paper_markdown(results: dict) -> str:
+    meta, models = results["meta"], results["models"]
+    t = results.get("totals") or totals(results)
+    pt = t.get("paper_table2") or corpora.paper_totals([_paper_row(m) for m in models])
+    paper = pt["paper"]
+    ok = _ok(models)
+    mach = meta.get("machine", {})
+    args = meta.get("args") or {}
+    L: list[str] = []
+    A = L.append
+    A(f"## graphmend on the GraphMend paper's rows (transformers {meta.get('transformers')})")
+    A("")
+    timing = "timing phase skipped" if args.get("no_timing") else "with the timing phase"
+    A(f"Measured {meta.get('date')} on {mach.get('cpu')} ({mach.get('cores')} cores, {mach.get('mem_gb')} GB), "
+      f"CPU only, torch {meta.get('torch')}, transformers {meta.get('transformers')}, Python {mach.get('python')}, "
+      f"workers under `{meta.get('worker_python')}`; graphmend: "
+      f"`{meta.get('graphmend_version') or meta.get('graphmend_bin') or 'not run (census only)'}`. "
+      f"{_bin_note(meta)}Run time {meta.get('duration_s')} s (`--jobs {args.get('jobs', 1)}`, {timing}). Regenerate: "
+      f"`.venv/bin/python bench/hf/run.py --corpus {meta.get('corpus')} --no-timing` (`bash scripts/bench.sh` runs "
+      f"it too and creates `.venv-tf452` when missing); data: `bench/results/hf-paper-4.52.4.json` (per row, "
+      f"`breaks` lists every site of each arm).")
+    A("")
+    A(f"Flags: {meta.get('corpus_flags')}; train() runs forward + backward. Rows: the recipes marked as the "
+      "paper's architectures (`paper=True` in `bench/hf/recipes.py`) that build on this transformers. Definitions "
+      "as in the `hf` section: **breaks** are distinct sites (innermost transformers frame: file, function, "
+      "statement text) united over eval and train, events eval/train in brackets. Three arms: the original, "
+      "*safe* (`graphmend check --fix`) and *unsafe* (`check --fix --unsafe-fixes`), each importing its own copy "
+      "of the package. *Outputs equal*: the arm's eager outputs against the original's with the same weights "
+      "and inputs (eval outputs; train outputs, loss and gradient-norm sum; rtol 1e-5, atol 1e-6), eval/train. "
+      "*fullgraph*: `torch.compile(fullgraph=True)` succeeds (eval/train). *paper*: the break count of the "
+      "GraphMend paper's Table 2 where it gives one for the row.")
+    A("")
+
+    def pct(b, a):
+        return f"{100.0 * (b - a) / b:.1f}%" if b and a is not None else "-"
+
+    A(f"**Totals.** Ours, {pt['rows']} rows: {pt['before']} breaks before, {pt['after_safe']} after safe fixes "
+      f"({pct(pt['before'], pt['after_safe'])} fixed), {pt['after_unsafe']} after unsafe fixes "
+      f"({pct(pt['before'], pt['after_unsafe'])} fixed). Paper, {paper['rows']} reproducible rows: "
+      f"{paper['before']} before, {paper['after']} after ({paper['fixed_pct']}% fixed). On the {pt['known_rows']} "
+      f"rows with a per-row paper number: ours {pt['known_before']} before ({pt['known_after_safe']} after safe, "
+      f"{pt['known_after_unsafe']} after unsafe), paper {pt['paper_known_before']} before.")
+    A("")
+    A("| model | dtype | breaks before | after safe | after unsafe | paper | outputs equal safe | "
+      "outputs equal unsafe | fullgraph before | fullgraph after safe | fullgraph after unsafe | kinds before |")
+    A("|---|---|---|---|---|---|---|---|---|---|---|---|")
+    for m in models:
+        pap = m.get("paper_before")
+        pap = "-" if pap is None else str(pap)
+        if m.get("status") != "ok":
+            A(f"| {m['name']} | | skipped: {m.get('skip_reason', '')[:80]} | | | {pap} | | | | | | |")
+            continue
+        b = m["before"]
+        dtype = (m.get("dtype") or "").replace("torch.", "")
+        kinds = ", ".join(f"{_short(k)} {n}" for k, n in b["kinds"].items()) or "-"
+        fgb = "/".join(_yn(b["fullgraph"].get(k)) for k in ("eval", "train"))
+        A(f"| {m['name']} | {dtype} | {len(b['sites'])} ({_modes(m, 'before')}) | {_after_cell(m, '')} | "
+          f"{_after_cell(m, '_unsafe')} | {pap} | {_eq_cell(m, '')} | {_eq_cell(m, '_unsafe')} | {fgb} | "
+          f"{_fg_cell(m, '')} | {_fg_cell(m, '_unsafe')} | {kinds} |")
+    A(f"| **total** | | {pt['before']} | {pt['after_safe']} | {pt['after_unsafe']} | {paper['before']} -> "
+      f"{paper['after']} ({paper['rows']} rows; {pt['paper_known_before']} on the {pt['known_rows']} rows above) "
+      f"| | | | | | |")
+    A("")
+    changed = sorted({n for arm in ("", "_unsafe") for n in (_arm_totals(ok, arm).get("outputs_changed") or [])})
+    errors = sorted({n for arm in ("", "_unsafe") for n in (_arm_totals(ok, arm).get("errors") or [])})
+    if changed:
+        A(f"Changed eager outputs: {', '.join(changed)}.")
+        A("")
+    if errors:
+        A(f"Fixed arm failed (fix, import or run error): {', '.join(errors)}.")
+        A("")
+    # what still breaks
+    left = []
+    for m in ok:
+        if not _has_after(m, ""):
+            continue
+        full = {_key(s): s for s in m["before"]["sites"]}
+        after_unsafe = {_key(s) for s in m["after_unsafe"]["sites"]} if _has_after(m, "_unsafe") else None
+        for s in m["after"]["sites"]:
+            k = _key(s)
+            origin = full.get(k)
+            why = _why_left(origin) if origin is not None else "new after the safe fix"
+            uns = "" if after_unsafe is None else ("; still breaks after unsafe" if k in after_unsafe
+                                                   else "; gone after unsafe")
+            left.append((s["kind"], m["name"], s, why + uns))
+    A("### What still breaks after the safe fix")
+    A("")
+    if not left:
+        A("Nothing: every row compiles without a break site after `check --fix`.")
+    else:
+        A(f"{len(left)} sites in {len({n for _, n, _, _ in left})} rows, by break type (model: file, function, "
+          "statement, line, modes: why it is left):")
+        A("")
+        by_kind: dict[str, list] = {}
+        for kind, name, s, why in left:
+            by_kind.setdefault(kind, []).append((name, s, why))
+        for kind, items in sorted(by_kind.items(), key=lambda kv: (-len(kv[1]), kv[0])):
+            A(f"- **{kind}** ({len(items)})")
+            for name, s, why in items:
+                st = s["stmt"] if len(s["stmt"]) <= 90 else s["stmt"][:87] + "..."
+                st = st.replace("`", "'")
+                A(f"  - {name}: `{s['file']}` {s['function']}: `{st}` (line {s.get('line')}, "
+                  f"{'/'.join(s.get('modes') or [])}): {why}")
+    A("")
+    new_unsafe = []
+    for m in ok:
+        if _has_after(m, "_unsafe") and _has_after(m, ""):
+            safe_keys = {_key(s) for s in m["after"]["sites"]}
+            new_unsafe += [(m["name"], s) for s in m["after_unsafe"]["sites"] if _key(s) not in safe_keys]
+    if new_unsafe:
+        A("Sites after the unsafe fixes that the safe arm does not have:")
+        A("")
+        for name, s in new_unsafe:
+            A(f"- {name}: `{s['file']}` {s['function']}: `{s['stmt'][:90]}` ({s['kind']})")
+        A("")
+    skipped = [m for m in models if m.get("status") != "ok"]
+    if skipped:
+        A("Rows that do not build here:")
         A("")
         for m in skipped:
             A(f"- {m['name']}: {m.get('skip_reason', '')}")

@@ -10,6 +10,8 @@ Dynamo and compile cache, and a crash or hang costs one model only:
                  (the fixed arm); it goes first on sys.path before anything imports transformers.
 --ref-dir DIR    where the original arm saved the state_dict and eager outputs; the fixed arm loads
                  the same weights from there and compares its eager outputs with them.
+--corpus NAME    the corpus (bench/hf/corpora.py) whose flags apply: config overrides, fp16, sequence
+                 length, and eval mode's grad context (no_grad, or inference_mode for paper-4.52.4).
 
 census: for eval()/no_grad and train()/grad, compile with a counting backend (backend "eager"
 semantics: the captured graphs run as they are), run forward (and backward in train), and record
@@ -66,17 +68,25 @@ def _loss_of(out):
     return None
 
 
-def _step(model, compiled, inputs, train):
-    """One call of `compiled`; in train mode with the backward pass and the gradients cleared after."""
+EVAL_CONTEXT = "no_grad"  # set from the corpus in main(): "no_grad" or "inference_mode"
+
+
+def _eval_ctx():
+    """The grad context of eval mode: torch.no_grad(), or torch.inference_mode() where the corpus says."""
     import torch
 
+    return torch.inference_mode() if EVAL_CONTEXT == "inference_mode" else torch.no_grad()
+
+
+def _step(model, compiled, inputs, train):
+    """One call of `compiled`; in train mode with the backward pass and the gradients cleared after."""
     if train:
         loss = _loss_of(compiled(**inputs))
         if loss is not None:
             loss.backward()
         model.zero_grad(set_to_none=True)
     else:
-        with torch.no_grad():
+        with _eval_ctx():
             compiled(**inputs)
 
 
@@ -189,12 +199,12 @@ def _compare(a: dict, b: dict) -> dict:
     return {"equal": True, "reason": "", "max_abs_diff": worst, "bitwise": worst == 0.0}
 
 
-def _eager_outputs(model, recipe, cfg, train: bool):
+def _eager_outputs(model, recipe, cfg, train: bool, corpus=None):
     import torch
 
     from recipes import make_inputs
 
-    inputs = make_inputs(recipe, cfg, train)
+    inputs = make_inputs(recipe, cfg, train, corpus=corpus)
     _seed_all(1234)
     if train:
         model.train()
@@ -208,8 +218,9 @@ def _eager_outputs(model, recipe, cfg, train: bool):
             model.zero_grad(set_to_none=True)
         return res
     model.eval()
-    with torch.no_grad():
+    with _eval_ctx():
         out = model(**inputs)
+    # clone outside the grad context: no inference tensors in the saved reference
     return {k: v.detach().clone() for k, v in _flatten(out)}
 
 
@@ -226,9 +237,11 @@ def census(args) -> dict:
     torch.set_num_threads(max(1, args.threads))
     r = recipes.BY_NAME[args.model]
     res: dict = {"model": r.name, "arm": "fixed" if args.pkg_root else "original", "transformers_root": tf_root,
-                 "torch": torch.__version__, "transformers": transformers.__version__}
+                 "torch": torch.__version__, "transformers": transformers.__version__, "corpus": args.corpus,
+                 "eval_context": EVAL_CONTEXT}
     t0 = time.time()
-    model, cfg = recipes.build(r)
+    model, cfg = recipes.build(r, corpus=args.corpus)
+    res["dtype"] = str(next(model.parameters()).dtype)
     res["modules"] = [m.replace("transformers.", "").replace(".", "/") + ".py" for m in recipes.recipe_modules(r)]
     res["params"] = sum(p.numel() for p in model.parameters())
     if args.ref_dir and os.path.exists(os.path.join(args.ref_dir, "state.pt")):
@@ -241,7 +254,8 @@ def census(args) -> dict:
     res["build_s"] = round(time.time() - t0, 3)
 
     # eager outputs, both modes, saved by the original arm and compared by the fixed arm
-    outs = {"eval": _eager_outputs(model, r, cfg, False), "train": _eager_outputs(model, r, cfg, True)}
+    outs = {"eval": _eager_outputs(model, r, cfg, False, args.corpus),
+            "train": _eager_outputs(model, r, cfg, True, args.corpus)}
     if args.ref_dir:
         ref_path = os.path.join(args.ref_dir, "outputs.pt")
         if args.pkg_root and os.path.exists(ref_path):
@@ -266,7 +280,7 @@ def census(args) -> dict:
             graphs.append(len(gm.graph.nodes))
             return gm.forward
 
-        inputs = recipes.make_inputs(r, cfg, train)
+        inputs = recipes.make_inputs(r, cfg, train, corpus=args.corpus)
         model.train(train)
         compiled = torch.compile(model, backend=counting_backend)
         m: dict = {}
@@ -304,7 +318,7 @@ def census(args) -> dict:
             if train:
                 ex = torch._dynamo.explain(model)(**inputs)
             else:
-                with torch.no_grad():
+                with _eval_ctx():
                     ex = torch._dynamo.explain(model)(**inputs)
             m["explain"] = {"graph_count": ex.graph_count, "graph_break_count": ex.graph_break_count,
                             "reasons": [br.reason.splitlines()[0][:160] for br in ex.break_reasons]}
@@ -324,7 +338,7 @@ def census(args) -> dict:
             if train:
                 fg(**inputs)
             else:
-                with torch.no_grad():
+                with _eval_ctx():
                     fg(**inputs)
             m["fullgraph"] = {"ok": True}
         except Exception as e:
@@ -341,7 +355,8 @@ def census(args) -> dict:
 def timing(args) -> dict:
     """Cold start (compile + first step) and steady state under inductor, in one mode.
 
-    eval: forward under no_grad. train: forward and backward with train() on (the mode where most
+    eval: forward under no_grad (inference_mode where the corpus says). train: forward and backward
+    with train() on (the mode where most
     real breaks live). Run once per fresh process, with the caches the caller disabled.
     """
     _setup_path(args.pkg_root)
@@ -353,12 +368,12 @@ def timing(args) -> dict:
 
     torch.set_num_threads(max(1, args.threads))
     r = recipes.BY_NAME[args.model]
-    model, cfg = recipes.build(r)
+    model, cfg = recipes.build(r, corpus=args.corpus)
     if args.ref_dir and os.path.exists(os.path.join(args.ref_dir, "state.pt")):
         model.load_state_dict(torch.load(os.path.join(args.ref_dir, "state.pt")), strict=False)
     train = args.mode == "train"
     model.train(train)
-    inputs = recipes.make_inputs(r, cfg, train)
+    inputs = recipes.make_inputs(r, cfg, train, corpus=args.corpus)
     import_s = time.time() - t_import
     compiled = torch.compile(model, backend="inductor")
 
@@ -396,8 +411,14 @@ def main(argv=None) -> int:
     ap.add_argument("--iters", type=int, default=20)
     ap.add_argument("--mode", choices=["eval", "train"], default="eval")
     ap.add_argument("--skip-explain", action="store_true", help="census without the explain() cross-check")
+    ap.add_argument("--corpus", default="default", help="corpus whose flags apply (bench/hf/corpora.py)")
     args = ap.parse_args(argv)
+    global EVAL_CONTEXT
     try:
+        _setup_path(None)
+        import corpora
+
+        EVAL_CONTEXT = corpora.get(args.corpus).eval_context
         res = census(args) if args.task == "census" else timing(args)
         res["status"] = "ok"
     except Exception as e:
