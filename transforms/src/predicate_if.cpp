@@ -174,6 +174,14 @@ TransformResult apply(const TransformContext& ctx) {
   if (ts_node_is_null(stmt)) return Refusal{"no if statement around the test"};
   const FunctionInfo* fn = model.function_containing(stmt);
   if (!fn) return Refusal{"the if statement is not inside a function"};
+  // An elif chain is predicated as a whole: when the `if` itself tests a tensor, its finding carries the
+  // fix, and each elif's finding points there (computing the chain's fix once per elif would be
+  // quadratic in the chain's length).
+  TSNode own_test = field(stmt, "condition");
+  if (ctx.finding.range.start >= ts_node_end_byte(own_test) && model.kind_of(own_test, *fn) == ValueKind::Tensor) {
+    const uint32_t line = ts_node_start_point(stmt).row + 1;
+    return Refusal{"the whole if/elif chain is predicated by the fix of the `if` on line " + std::to_string(line)};
+  }
 
   std::vector<Branch> branches{{field(stmt, "condition"), field(stmt, "consequence")}};
   bool has_else = false;
@@ -220,6 +228,12 @@ TransformResult apply(const TransformContext& ctx) {
     }
     predicates.push_back(p);
   }
+  // Each test of the chain nests one more torch.where(: CPython's parser refuses more than 200 levels of
+  // parentheses (3.11, "too many nested parentheses").
+  constexpr size_t kMaxChain = 150;
+  if (predicates.size() > kMaxChain)
+    return Refusal{"this chain of " + std::to_string(predicates.size()) + " tests would nest as many torch.where " +
+                   "calls, more than Python's parser accepts"};
   if (numel_unproven && predicates.size() > 1)
     return Refusal{
         "the tests of this elif chain are not provably single elements (torch.where would select "
