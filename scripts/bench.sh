@@ -29,6 +29,12 @@ if [ -f bench/lsp_latency.py ]; then
   "$py" bench/lsp_latency.py  # finds the server through GRAPHMEND_BIN
 fi
 
+echo "== pathological inputs (long elif, and, + chains) against ruff"
+"$py" bench/pathological.py --graphmend "$bin"
+
+echo "== memory on the largest input"
+"$py" bench/memory.py --graphmend "$bin"
+
 echo "== differential oracle (safe fixes against every observation: fixtures and generated forwards)"
 "$py" bench/differential_oracle.py
 
