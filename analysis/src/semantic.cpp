@@ -1,6 +1,7 @@
 #include "graphmend/analysis/semantic.h"
 
 #include <algorithm>
+#include <unordered_set>
 #include <array>
 #include <cstring>
 #include <functional>
@@ -146,6 +147,35 @@ constexpr std::array<std::string_view, 8> kTensorAnnotations{"Tensor",       "Fl
 constexpr std::array<std::string_view, 6> kStaticAnnotations{"bool", "int", "float", "str", "Size", "dtype"};
 
 std::string text_of(const Document& doc, TSNode node) { return std::string(doc.node_text(node)); }
+
+// Names subscripted with a tuple holding a slice, `...` or None (`x[:, 0]`, `x[..., None]`) in `body`,
+// nested definitions left out. Iterative: bodies can be deep.
+std::unordered_set<std::string> names_indexed_in_several_dimensions(const Document& doc, TSNode body) {
+  std::unordered_set<std::string> out;
+  std::vector<TSNode> stack{body};
+  while (!stack.empty()) {
+    TSNode node = stack.back();
+    stack.pop_back();
+    if (ts_node_is_null(node)) continue;
+    if (is_type(node, "function_definition") || is_type(node, "class_definition") || is_type(node, "lambda")) continue;
+    if (is_type(node, "subscript") && is_type(field(node, "value"), "identifier")) {
+      uint32_t n = ts_node_named_child_count(node);
+      bool several = n > 2;  // `x[a, b]`: the subscripts are the children after the value
+      for (uint32_t i = 1; i < n && !several; ++i) {
+        TSNode sub = ts_node_named_child(node, i);
+        several = is_type(sub, "ellipsis") || is_type(sub, "none");
+      }
+      bool slice = false;
+      for (uint32_t i = 1; i < n; ++i) {
+        TSNode sub = ts_node_named_child(node, i);
+        slice |= is_type(sub, "slice") || is_type(sub, "ellipsis") || is_type(sub, "none");
+      }
+      if (several && slice) out.insert(text_of(doc, field(node, "value")));
+    }
+    for (uint32_t i = 0; i < ts_node_named_child_count(node); ++i) stack.push_back(ts_node_named_child(node, i));
+  }
+  return out;
+}
 
 // Parameter names that read as switches (`output_hidden_states`, `use_cache`, `return_dict`): Python
 // values, whatever their default.
@@ -504,10 +534,22 @@ std::vector<std::pair<uint32_t, std::vector<ValueKind>>> SemanticModel::outgoing
     const FunctionInfo* callee = resolve_callee(node, caller);
     if (!callee) return;
     std::vector<ValueKind> kinds;
+    bool positional = true;
     for (TSNode a : named_children(field(node, "arguments"))) {
-      if (is_type(a, "keyword_argument") || is_type(a, "list_splat") || is_type(a, "dictionary_splat")) break;
       if (is_type(a, "comment")) continue;
-      kinds.push_back(kind_of(a, caller));
+      if (is_type(a, "list_splat") || is_type(a, "dictionary_splat")) break;
+      if (is_type(a, "keyword_argument")) {
+        // `spatial_shapes=spatial_shapes`: the kind goes to that parameter's position.
+        positional = false;
+        const std::string name = text_of(document_, field(a, "name"));
+        auto at = std::find(callee->params.begin(), callee->params.end(), name);
+        if (at == callee->params.end()) continue;
+        const size_t index = static_cast<size_t>(at - callee->params.begin());
+        if (kinds.size() <= index) kinds.resize(index + 1, ValueKind::Unknown);
+        kinds[index] = kind_of(field(a, "value"), caller);
+        continue;
+      }
+      if (positional) kinds.push_back(kind_of(a, caller));
     }
     out.emplace_back(callee->index, std::move(kinds));
   });
@@ -678,6 +720,7 @@ void SemanticModel::infer_locals(FunctionInfo& fn) {
   TSNode params = field(fn.node, "parameters");
   bool is_method = fn.owner != nullptr;
   bool first = true;
+  std::optional<std::unordered_set<std::string>> multi_indexed;  // computed when a parameter needs it
   for_each_named_child(params, [&](TSNode p) {
     auto t = type_of(p);
     std::string name;
@@ -722,6 +765,13 @@ void SemanticModel::infer_locals(FunctionInfo& fn) {
         return index < args.size() && args[index] == ValueKind::Tensor;
       });
       if (all_tensor) kind = ValueKind::Tensor;
+    }
+    if (kind == ValueKind::Unknown && t == "default_parameter" && is_type(field(p, "value"), "none") && fn.owner &&
+        fn.owner->is_module && !looks_like_flag(name)) {
+      // An optional input of a module that the body indexes in several dimensions (`spatial_shapes[:, 0]`,
+      // `x[..., None]`) is a tensor when given: a list or tuple cannot be indexed so.
+      if (!multi_indexed) multi_indexed = names_indexed_in_several_dimensions(document_, field(fn.node, "body"));
+      if (multi_indexed->count(name)) kind = ValueKind::Tensor;
     }
     auto it = fn.locals.find(name);
     if (it == fn.locals.end() || it->second == ValueKind::Unknown) fn.locals[name] = kind;
