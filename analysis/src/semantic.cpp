@@ -643,6 +643,27 @@ std::vector<AttributeEffect> SemanticModel::attribute_effects(const FunctionInfo
         std::string_view last = callee_text;
         if (auto dot = last.rfind('.'); dot != std::string_view::npos) last = last.substr(dot + 1);
         effect.constructor = q;
+        if (const ClassInfo* c = find_class(callee_text); c && c->is_module) effect.module_class = c->name;
+        if (q && (*q == "torch.nn.ModuleList" || *q == "torch.nn.Sequential")) {
+          // ModuleList([Block(c) for _ in range(n)]) or ModuleList([Block(c), Block(c)]): one class throughout.
+          TSNode args = field(right, "arguments");
+          TSNode list = ts_node_named_child_count(args) == 1 ? ts_node_named_child(args, 0) : TSNode{};
+          std::vector<TSNode> elements;
+          if (is_type(list, "list_comprehension") || is_type(list, "generator_expression"))
+            elements.push_back(field(list, "body"));
+          else if (is_type(list, "list"))
+            elements = named_children(list);
+          std::optional<std::string> element;
+          for (TSNode e : elements) {
+            const ClassInfo* c = is_type(e, "call") ? find_class(text_of(document_, field(e, "function"))) : nullptr;
+            if (!c || !c->is_module || (element && *element != c->name)) {
+              element.reset();
+              break;
+            }
+            element = c->name;
+          }
+          effect.element_class = element;
+        }
         if (q && (*q == "torch.nn.Parameter" || *q == "torch.nn.parameter.Parameter")) {
           effect.kind = ValueKind::Tensor;
         } else if (q && q->starts_with("torch.nn.") && !q->starts_with("torch.nn.functional") &&
@@ -697,6 +718,8 @@ void SemanticModel::apply_attribute_effects(ClassInfo& cls, const std::vector<At
     if (!fresh && lit->second != effect.truth) lit->second = std::nullopt;
     if (!effect.truth) lit->second = std::nullopt;
     if (effect.constructor) cls.attribute_constructors[effect.name] = *effect.constructor;
+    if (effect.module_class) cls.attribute_module_classes[effect.name] = *effect.module_class;
+    if (effect.element_class) cls.attribute_element_classes[effect.name] = *effect.element_class;
     auto [it, inserted] = cls.attributes.emplace(effect.name, effect.kind);
     if (!inserted) it->second = merge(it->second, effect.kind);
   }
@@ -855,7 +878,32 @@ const FunctionInfo* SemanticModel::resolve_callee(TSNode call, const FunctionInf
       }
     }
     auto it = top_level_by_name_.find(name);
-    return it == top_level_by_name_.end() ? nullptr : it->second;
+    if (it != top_level_by_name_.end()) return it->second;
+    // `for layer in self.layers: layer(x)` (or `for i, layer in enumerate(self.layers)`): the forward of
+    // the ModuleList's element class.
+    const FunctionInfo* top = &caller;
+    while (top->parent) top = top->parent;
+    for (TSNode loop = ts_node_parent(call); !ts_node_is_null(loop); loop = ts_node_parent(loop)) {
+      if (is_type(loop, "function_definition")) break;
+      if (!is_type(loop, "for_statement")) continue;
+      TSNode left = field(loop, "left"), right = unparenthesize(field(loop, "right"));
+      if (is_type(right, "call") && text_of(document_, field(right, "function")) == "enumerate") {
+        TSNode args = field(right, "arguments");
+        right = ts_node_named_child_count(args) == 1 ? ts_node_named_child(args, 0) : TSNode{};
+        left = (is_type(left, "pattern_list") || is_type(left, "tuple_pattern")) && ts_node_named_child_count(left) == 2
+                   ? ts_node_named_child(left, 1)
+                   : TSNode{};
+      }
+      if (!is_type(left, "identifier") || text_of(document_, left) != name) continue;
+      if (!is_type(right, "attribute") || text_of(document_, field(right, "object")) != "self") return nullptr;
+      const std::string attr = text_of(document_, field(right, "attribute"));
+      for (const ClassInfo* cls = top->owner; cls; cls = cls->bases.empty() ? nullptr : find_class(cls->bases[0])) {
+        if (auto e = cls->attribute_element_classes.find(attr); e != cls->attribute_element_classes.end())
+          return forward_of(find_class(e->second));
+      }
+      return nullptr;
+    }
+    return nullptr;
   }
   if (is_type(callee, "attribute")) {
     TSNode object = field(callee, "object");
@@ -870,10 +918,28 @@ const FunctionInfo* SemanticModel::resolve_callee(TSNode call, const FunctionInf
     } else {
       cls = find_class(object_text);
     }
+    const ClassInfo* start = cls;
     for (int depth = 0; cls && depth < 8; ++depth) {
       if (auto it = cls->methods.find(method); it != cls->methods.end()) return it->second;
       cls = cls->bases.empty() ? nullptr : find_class(cls->bases[0]);
     }
+    // `self.block(x)` with `self.block = Block(config)`: Block's forward.
+    if (object_text == "self") {
+      cls = start;
+      for (int depth = 0; cls && depth < 8; ++depth) {
+        if (auto m = cls->attribute_module_classes.find(method); m != cls->attribute_module_classes.end())
+          return forward_of(find_class(m->second));
+        cls = cls->bases.empty() ? nullptr : find_class(cls->bases[0]);
+      }
+    }
+  }
+  return nullptr;
+}
+
+const FunctionInfo* SemanticModel::forward_of(const ClassInfo* cls) const {
+  for (int depth = 0; cls && depth < 8; ++depth) {
+    if (auto it = cls->methods.find("forward"); it != cls->methods.end()) return it->second;
+    cls = cls->bases.empty() ? nullptr : find_class(cls->bases[0]);
   }
   return nullptr;
 }

@@ -179,8 +179,8 @@ TransformResult apply(const TransformContext& ctx) {
   // quadratic in the chain's length).
   TSNode own_test = field(stmt, "condition");
   if (ctx.finding.range.start >= ts_node_end_byte(own_test) && model.kind_of(own_test, *fn) == ValueKind::Tensor) {
-    const uint32_t line = ts_node_start_point(stmt).row + 1;
-    return Refusal{"the whole if/elif chain is predicated by the fix of the `if` on line " + std::to_string(line)};
+    // No line number: a finding carried through edits elsewhere keeps its reason.
+    return Refusal{"the whole if/elif chain is predicated by the fix offered on its `if`"};
   }
 
   std::vector<Branch> branches{{field(stmt, "condition"), field(stmt, "consequence")}};

@@ -39,6 +39,8 @@ struct ClassInfo {
   std::unordered_map<std::string, ValueKind> attributes;  // self.<name> kinds set anywhere in the class
   std::unordered_map<std::string, FunctionInfo*> methods;
   std::unordered_map<std::string, std::optional<bool>> literal_attributes;
+  std::unordered_map<std::string, std::string> attribute_module_classes;   // self.x = Block(...) -> "Block"
+  std::unordered_map<std::string, std::string> attribute_element_classes;  // self.x = ModuleList([Block(...)...])
   std::unordered_map<std::string, std::string> attribute_constructors;  // self.x = torch.nn.Linear(...) -> qualified  // nullopt: mixed/non-literal
 };
 
@@ -50,6 +52,10 @@ struct AttributeEffect {
   bool buffer = false;                   // register_buffer/register_parameter: always a tensor
   std::optional<bool> truth;             // the literal's truthiness; nullopt when not a literal
   std::optional<std::string> constructor;  // qualified callee of `self.x = torch.nn.Linear(...)`
+  // A module class of this file: `self.x = Block(config)` (module_class), or every element of
+  // `self.x = nn.ModuleList([Block(config) for _ in range(n)])` (element_class). Calls through them run its forward.
+  std::optional<std::string> module_class;
+  std::optional<std::string> element_class;
   bool operator==(const AttributeEffect&) const = default;
 };
 
@@ -166,6 +172,8 @@ class SemanticModel {
   bool is_module_logger(std::string_view name) const { return module_loggers_.count(std::string(name)) > 0; }
   // The function a call expression's callee names in this file (`helper`, `self.method`), if any.
   const FunctionInfo* resolve_callee(TSNode call, const FunctionInfo& caller) const;
+  // The forward of a module class (searching its bases in this file), or nullptr.
+  const FunctionInfo* forward_of(const ClassInfo* cls) const;
   // Functions decorated with @torch.compiler.disable / @torch._dynamo.disable in this file.
   bool is_dynamo_disabled(const FunctionInfo& function) const;
 
