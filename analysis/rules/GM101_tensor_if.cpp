@@ -47,8 +47,9 @@ void check(RuleContext& ctx, const Visit& v) {
   if (body_is_raise(field(v.node, "consequence"))) return;
   std::string keyword = is_type(v.node, "elif_clause") ? "elif" : "if";
   ctx.report(kInfo, node_range(operand),
-             "`" + keyword + "` on a tensor's value: Dynamo cannot know which branch to trace, so it breaks the "
-             "graph here (Data-dependent branching).",
+             "`" + keyword +
+                 "` on a tensor's value: Dynamo cannot know which branch to trace, so it breaks the "
+                 "graph here (Data-dependent branching).",
              v);
 }
 

@@ -13,8 +13,9 @@ const RuleInfo kInfo{
         "`warning_once` is an `lru_cache`-wrapped logger call in transformers: a cache and a logging side effect "
         "that Dynamo does not trace, so it breaks the graph.",
     .registry_id = "GB0291",
-    .fix_summary = "With literal arguments, the message is emitted when Dynamo traces the call "
-                   "(`torch._dynamo.comptime`), in any frame; eager runs call it as before.",
+    .fix_summary =
+        "With literal arguments, the message is emitted when Dynamo traces the call "
+        "(`torch._dynamo.comptime`), in any frame; eager runs call it as before.",
     .example_bad = "logger.warning_once('`use_cache=True` is incompatible with gradient checkpointing')",
     .example_good =
         "torch._dynamo.comptime.comptime(\n"
@@ -39,8 +40,9 @@ void check(RuleContext& ctx, const Visit& v) {
   if (method != "warning_once" && method != "info_once" && method != "warning_advice") return;
   if (!is_logger_expression(ctx, field(callee, "object"))) return;
   ctx.report(kInfo, node_range(v.node),
-             "`" + ctx.text(callee) + "` is a cached logging side effect Dynamo does not trace: it breaks the graph "
-             "here.",
+             "`" + ctx.text(callee) +
+                 "` is a cached logging side effect Dynamo does not trace: it breaks the graph "
+                 "here.",
              v);
 }
 

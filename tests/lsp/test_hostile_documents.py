@@ -77,3 +77,21 @@ def test_old_mac_line_ends_are_line_breaks(client, tmp_path):
     text = (HEAD + "        if x.sum() > 0:\n            x = x + 1\n        return x\n" + OTHER).replace("\n", "\r")
     diagnostics = open_document(client, uri, text)
     assert [(d.get("code"), d["range"]["start"]["line"]) for d in diagnostics] == [("GM101", 6), ("GM201", 13)]
+
+
+def test_a_slow_document_does_not_hold_the_diagnostics_of_another(client, tmp_path):
+    """One large document (seconds of analysis) is opened first; a small one opened right after gets its
+    diagnostics before the large one's: analyses run on at least two workers, even on a 2-core machine."""
+    block = ("\n\nclass M{i}(nn.Module):\n    def forward(self, x):\n        if x.sum() > 0:\n            x = x * 2\n"
+             "        print(x)\n        return x\n")
+    large = "import torch\nfrom torch import nn\n" + "".join(block.format(i=i) for i in range(12000))
+    large_uri, small_uri = (tmp_path / "large.py").as_uri(), (tmp_path / "small.py").as_uri()
+    client.notify("textDocument/didOpen", {"textDocument": {"uri": large_uri, "languageId": "python", "version": 1,
+                                                            "text": large}})
+    client.notify("textDocument/didOpen", {"textDocument": {"uri": small_uri, "languageId": "python", "version": 1,
+                                                            "text": HEAD + "        print(x)\n        return x\n"}})
+    assert [d["code"] for d in client.diagnostics(small_uri, 1, timeout=60)] == ["GM201"]
+    early = [m for m in client.backlog if m.get("method") == "textDocument/publishDiagnostics"
+             and m["params"]["uri"] == large_uri]
+    assert not early, "the large document's diagnostics came first: the small one waited for it"
+    assert len(client.diagnostics(large_uri, 1, timeout=120)) == 24000

@@ -13,11 +13,14 @@ std::vector<std::string> codes(const std::string& source) {
   Document doc("m.py", source);
   Analysis a = analyze(doc, Config{});
   std::vector<std::string> out;
-  for (const auto& f : a.findings) out.push_back(std::string(f.rule->code) + "@" + std::to_string(doc.lines().line_of(f.range.start) + 1));
+  for (const auto& f : a.findings)
+    out.push_back(std::string(f.rule->code) + "@" + std::to_string(doc.lines().line_of(f.range.start) + 1));
   return out;
 }
 
-const char* kHeader = "import torch\nfrom torch import nn\nfrom .utils import is_torchdynamo_compiling\n\n\nclass M(nn.Module):\n    def forward(self, x):\n";
+const char* kHeader =
+    "import torch\nfrom torch import nn\nfrom .utils import is_torchdynamo_compiling\n\n\nclass M(nn.Module):\n    def "
+    "forward(self, x):\n";
 
 }  // namespace
 
@@ -65,8 +68,9 @@ TEST_CASE("fix_all predicates and is idempotent") {
 
 TEST_CASE("fix_all runs to its fixpoint when each fix waits on the next (a chain of deferred log calls)") {
   // Each log call can only be deferred after the graph once every effect after it is: one per pass.
-  std::string src = "import logging\n\nimport torch\n\nlogger = logging.getLogger(__name__)\n\n\n"
-                    "@torch.compile\ndef step(x):\n";
+  std::string src =
+      "import logging\n\nimport torch\n\nlogger = logging.getLogger(__name__)\n\n\n"
+      "@torch.compile\ndef step(x):\n";
   for (const char* method : {"debug", "info", "warning", "error", "critical", "exception", "fatal", "warn"})
     src += std::string("    logger.") + method + "(\"m\")\n";
   src += "    logger.log(20, \"m\")\n";

@@ -84,7 +84,8 @@ TransformResult apply(const TransformContext& ctx) {
   // Only the once-per-process methods: a per-call `warning` would be emitted once per compilation instead.
   if (method != "warning_once" && method != "info_once")
     return Refusal{"`" + method + "` is not a once-per-process logger method"};
-  if (!model.is_module_logger(logger)) return Refusal{"`" + logger + "` is not a module-level logger this file defines"};
+  if (!model.is_module_logger(logger))
+    return Refusal{"`" + logger + "` is not a module-level logger this file defines"};
   for (const FunctionInfo* f = fn; f; f = f->parent) {
     if (f->locals.count(logger) || std::find(f->params.begin(), f->params.end(), logger) != f->params.end())
       return Refusal{"`" + logger + "` is a local name here, not the module-level logger"};
@@ -112,8 +113,8 @@ TransformResult apply(const TransformContext& ctx) {
           deeper.insert(at + 1, inner.substr(indent.size()));
     }
     fix.edits.push_back({node_range(call), torch.name + "._dynamo.comptime.comptime(" + eol + inner +
-                                               "lambda ctx: " + deeper + "," + eol + inner + "lambda: " + deeper +
-                                               "," + eol + indent + ")"});
+                                               "lambda ctx: " + deeper + "," + eol + inner + "lambda: " + deeper + "," +
+                                               eol + indent + ")"});
   }
   fix.title = "Emit `" + text(doc, callee) +
               "` when Dynamo traces this call (torch._dynamo.comptime) instead of breaking the graph: once per "

@@ -82,8 +82,7 @@ FixAllResult fix_all(const std::string& path, const std::string& text, const Con
     result.remaining = std::move(analysis.findings);
     return result;  // never fix a file we could not fully read
   }
-  const int limit =
-      options.max_passes > 0 ? options.max_passes : static_cast<int>(analysis.findings.size()) + 100;
+  const int limit = options.max_passes > 0 ? options.max_passes : static_cast<int>(analysis.findings.size()) + 100;
   for (int pass = 0;; ++pass) {
     int chosen = 0;
     std::vector<TextEdit> edits = non_overlapping_edits(analysis.findings, options, chosen);

@@ -2,7 +2,8 @@
 //
 //   dropout_probability = torch.rand([])
 //   if dropout_probability < self.layerdrop:
-//   -> if (not isinstance(self.layerdrop, (int, float)) or self.layerdrop > 0) and dropout_probability < self.layerdrop:
+//   -> if (not isinstance(self.layerdrop, (int, float)) or self.layerdrop > 0) and dropout_probability <
+//   self.layerdrop:
 //
 // `torch.rand` draws from [0, 1) in every dtype, so `r < p` is False for every number `p <= 0` (NaN included:
 // `r < nan` is False too). The added precondition decides exactly those cases without reading the tensor, and
@@ -64,8 +65,7 @@ std::string why_not_uniform_draw(const Document& doc, const SemanticModel& model
 }
 
 // Why reading `operand` again may differ from reading it once: a method or property of the class.
-std::string why_operand_unplain(const Document& doc, const FunctionInfo& fn,
-                                TSNode operand) {
+std::string why_operand_unplain(const Document& doc, const FunctionInfo& fn, TSNode operand) {
   if (!is_plain_operand(operand)) return "`" + text(doc, operand) + "` is not a number, a name or an attribute";
   if (is_type(operand, "attribute") && text(doc, field(operand, "object")) == "self" && fn.owner) {
     std::string attr = text(doc, field(operand, "attribute"));
@@ -137,9 +137,9 @@ bool only_truth_tested(const Document& doc, const FunctionInfo& fn, const std::s
         at = parent;
         parent = ts_node_parent(parent);
       }
-      bool test = (is_type(parent, "if_statement") || is_type(parent, "elif_clause") ||
-                   is_type(parent, "while_statement")) &&
-                  ts_node_eq(field(parent, "condition"), at);
+      bool test =
+          (is_type(parent, "if_statement") || is_type(parent, "elif_clause") || is_type(parent, "while_statement")) &&
+          ts_node_eq(field(parent, "condition"), at);
       if (nested || !test) ok = false;
       return;
     }

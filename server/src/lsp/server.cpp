@@ -149,9 +149,10 @@ struct Server::Impl {
       : self(owner),
         io(context),
         write(std::move(writer)),
+        // Two workers at least, even on two cores: one slow document never holds the others' diagnostics.
         pool(options.workers != 0
                  ? options.workers
-                 : std::clamp(std::thread::hardware_concurrency(), 2u, 5u) - 1u) {}
+                 : std::clamp(std::thread::hardware_concurrency(), 3u, 5u) - 1u) {}
 
   ~Impl() {
     // Also when the server stops without `exit` (its output failed): no validation outlives it.
