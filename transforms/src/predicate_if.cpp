@@ -204,7 +204,11 @@ TransformResult apply(const TransformContext& ctx) {
     TSNode test = unparenthesize(branches[0].condition);
     if (is_type(test, "boolean_operator") && text(doc, field(test, "operator")) == "and" &&
         model.kind_of(field(test, "left"), *fn) == ValueKind::Static &&
-        model.kind_of(field(test, "right"), *fn) == ValueKind::Tensor) {
+        [&] {
+          TSNode right = unparenthesize(field(test, "right"));  // `not t.all()` tests a tensor too
+          if (is_type(right, "not_operator")) right = field(right, "argument");
+          return model.kind_of(right, *fn) == ValueKind::Tensor;
+        }()) {
       static_test = text(doc, field(test, "left"));
       branches[0].condition = field(test, "right");
     }
