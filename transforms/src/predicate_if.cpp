@@ -51,6 +51,35 @@ bool tensors(const SemanticModel& model, const FunctionInfo& fn, const std::vect
 }
 
 // Every occurrence of `name` in `fn` lies inside `block`.
+// `node` (a use of `name`) lies in a block whose first statement mentioning `name` is `name = <expr without
+// name>`, at or before the use: that block rebinds the name before reading it, so a value computed
+// elsewhere never reaches it (transformers' encoders repeat `clamp_value = ...` in several fp16 clamps).
+bool rebound_before_use(const Document& doc, TSNode node, const std::string& name) {
+  TSNode stmt = node;
+  while (!ts_node_is_null(stmt) && !is_type(ts_node_parent(stmt), "block")) stmt = ts_node_parent(stmt);
+  if (ts_node_is_null(stmt)) return false;
+  TSNode block = ts_node_parent(stmt);
+  if (is_type(ts_node_parent(block), "function_definition")) return false;  // the function's own body
+  auto mentions = [&](TSNode n) {
+    bool found = false;
+    walk_preorder(n, [&](TSNode m) {
+      if (is_type(m, "identifier") && doc.node_text(m) == name) {
+        found = true;
+        return Walk::Stop;
+      }
+      return Walk::Descend;
+    });
+    return found;
+  };
+  for (TSNode s : statements(block)) {
+    if (!mentions(s)) continue;
+    TSNode a = simple_assignment(s);
+    return !ts_node_is_null(a) && text(doc, field(a, "left")) == name && !mentions(field(a, "right")) &&
+           ts_node_start_byte(s) <= ts_node_start_byte(node);
+  }
+  return false;
+}
+
 bool only_within(const Document& doc, const FunctionInfo& fn, const std::string& name, TSNode block) {
   bool outside = false;
   walk_preorder(fn.node, [&](TSNode node) {
@@ -60,7 +89,7 @@ bool only_within(const Document& doc, const FunctionInfo& fn, const std::string&
       TSNode parent = ts_node_parent(node);
       bool attribute_name = is_type(parent, "attribute") && ts_node_eq(field(parent, "attribute"), node);
       bool keyword = is_type(parent, "keyword_argument") && ts_node_eq(field(parent, "name"), node);
-      if (!attribute_name && !keyword) {
+      if (!attribute_name && !keyword && !rebound_before_use(doc, node, name)) {
         outside = true;
         return Walk::Stop;
       }
@@ -203,8 +232,7 @@ TransformResult apply(const TransformContext& ctx) {
   if (branches.size() == 1 && ts_node_is_null(single_return(branches[0].block))) {
     TSNode test = unparenthesize(branches[0].condition);
     if (is_type(test, "boolean_operator") && text(doc, field(test, "operator")) == "and" &&
-        model.kind_of(field(test, "left"), *fn) == ValueKind::Static &&
-        [&] {
+        model.kind_of(field(test, "left"), *fn) == ValueKind::Static && [&] {
           TSNode right = unparenthesize(field(test, "right"));  // `not t.all()` tests a tensor too
           if (is_type(right, "not_operator")) right = field(right, "argument");
           return model.kind_of(right, *fn) == ValueKind::Tensor;
