@@ -310,10 +310,7 @@ TransformResult apply(const TransformContext& ctx) {
   bool module_function = false;
   if (auto q = model.qualified_name(callee); q && q->starts_with("logging.")) module_function = true;
   TSNode definition = module_function ? TSNode{} : module_definition(doc, logger);
-  for (const FunctionInfo* f = fn; f; f = f->parent) {
-    if (f->locals.count(logger) || std::find(f->params.begin(), f->params.end(), logger) != f->params.end())
-      return Refusal{"`" + logger + "` is a local name here, not the module-level logger"};
-  }
+  if (bound_locally(fn, logger)) return Refusal{"`" + logger + "` is a local name here, not the module-level logger"};
   if (!module_function && ts_node_is_null(definition))
     return Refusal{"`" + logger + "` is not a module-level logger this file defines"};
   std::string why = why_not_replayable(doc, model, *fn, call, false);

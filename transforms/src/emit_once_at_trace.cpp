@@ -86,10 +86,7 @@ TransformResult apply(const TransformContext& ctx) {
     return Refusal{"`" + method + "` is not a once-per-process logger method"};
   if (!model.is_module_logger(logger))
     return Refusal{"`" + logger + "` is not a module-level logger this file defines"};
-  for (const FunctionInfo* f = fn; f; f = f->parent) {
-    if (f->locals.count(logger) || std::find(f->params.begin(), f->params.end(), logger) != f->params.end())
-      return Refusal{"`" + logger + "` is a local name here, not the module-level logger"};
-  }
+  if (bound_locally(fn, logger)) return Refusal{"`" + logger + "` is a local name here, not the module-level logger"};
   if (!is_type(ts_node_parent(call), "expression_statement")) return Refusal{"the call's value is used"};
   if (auto why = why_arguments_not_constant(doc, call); !why.empty()) return Refusal{why};
   TorchName torch = torch_name(doc, model);

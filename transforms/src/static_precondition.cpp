@@ -74,13 +74,9 @@ std::string why_operand_unplain(const Document& doc, const FunctionInfo& fn, TSN
   return "";
 }
 
-std::string why_builtins_shadowed(const FunctionInfo& fn, const SemanticModel& model) {
-  for (const char* name : {"isinstance", "int", "float"}) {
-    for (const FunctionInfo* f = &fn; f; f = f->parent)
-      if (f->locals.count(name) || std::find(f->params.begin(), f->params.end(), name) != f->params.end())
-        return std::string("`") + name + "` is a local name here, not the builtin";
-    (void)model;
-  }
+std::string why_builtins_shadowed(const FunctionInfo& fn) {
+  for (const char* name : {"isinstance", "int", "float"})
+    if (bound_locally(&fn, name)) return std::string("`") + name + "` is a local name here, not the builtin";
   return "";
 }
 
@@ -196,7 +192,7 @@ TransformResult apply(const TransformContext& ctx) {
   if (auto why = why_not_uniform_draw(doc, model, *fn, text(doc, found.draw), anchor); !why.empty())
     return Refusal{why};
   if (auto why = why_operand_unplain(doc, *fn, found.bound); !why.empty()) return Refusal{why};
-  if (auto why = why_builtins_shadowed(*fn, model); !why.empty()) return Refusal{why};
+  if (auto why = why_builtins_shadowed(*fn); !why.empty()) return Refusal{why};
 
   const std::string guard = "(not isinstance(" + bound + ", (int, float)) or " + bound + " > 0) and ";
   const bool whole = ts_node_eq(found.comparison, unparenthesize(test)) && !is_type(test, "parenthesized_expression");

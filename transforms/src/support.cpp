@@ -32,8 +32,7 @@ TSNode enclosing(const Document& doc, ByteRange range, std::initializer_list<std
       if (is_type(n, t)) found = n;
     }
     TSNode child = ts_node_first_child_for_byte(n, range.start);
-    if (ts_node_is_null(child) || ts_node_start_byte(child) > range.start || ts_node_end_byte(child) < range.end)
-      break;
+    if (ts_node_is_null(child) || ts_node_start_byte(child) > range.start || ts_node_end_byte(child) < range.end) break;
     n = child;
   }
   return found;
@@ -234,6 +233,12 @@ std::string why_torch_unusable(const Document& doc, const SemanticModel& model, 
     }
   }
   return it->second;
+}
+
+bool bound_locally(const FunctionInfo* fn, const std::string& name) {
+  for (const FunctionInfo* f = fn; f; f = f->parent)
+    if (f->locals.count(name) || std::find(f->params.begin(), f->params.end(), name) != f->params.end()) return true;
+  return false;
 }
 
 std::string why_locals_unaddable(const Document& doc, const FunctionInfo& fn) {
