@@ -200,15 +200,25 @@ ValueKind merge(ValueKind a, ValueKind b) {
 
 // Kind implied by a parameter or variable annotation.
 ValueKind annotation_kind(std::string_view annotation) {
-  for (auto t : kTensorAnnotations) {
-    if (annotation.find(t) != std::string_view::npos) return ValueKind::Tensor;
-  }
   std::string_view core = annotation;
   for (std::string_view wrapper : {"Optional[", "typing.Optional["}) {
     if (core.starts_with(wrapper) && core.ends_with("]")) core = core.substr(wrapper.size(), core.size() - wrapper.size() - 1);
   }
   if (auto bar = core.find('|'); bar != std::string_view::npos) core = core.substr(0, bar);
   while (!core.empty() && core.back() == ' ') core.remove_suffix(1);
+  // A container of tensors (`Tuple[Tuple[torch.FloatTensor]]`, a legacy cache) is not a tensor.
+  for (std::string_view container : {"Tuple[", "tuple[", "List[", "list[", "Dict[", "dict[", "Sequence[",
+                                     "Iterable[", "typing.Tuple[", "typing.List[", "typing.Dict["}) {
+    if (core.starts_with(container)) {
+      if (core.starts_with("tuple[int") || core.starts_with("list[int") || core.starts_with("Tuple[int") ||
+          core.starts_with("List[int"))
+        return ValueKind::Static;
+      return ValueKind::Unknown;
+    }
+  }
+  for (auto t : kTensorAnnotations) {
+    if (core.find(t) != std::string_view::npos) return ValueKind::Tensor;
+  }
   if (core.starts_with("torch.")) core.remove_prefix(6);
   if (one_of(core, kStaticAnnotations)) return ValueKind::Static;
   if (core.starts_with("tuple[int") || core.starts_with("list[int") || core.starts_with("Tuple[int") ||
