@@ -295,7 +295,14 @@ Outcome check_one(const fs::path& path, const std::optional<std::string>& stdin_
     write_unified_diff(ss, path.string(), source.text, fixed.text);
     out.diff = ss.str();
   } else if (stdin_bytes) {
-    out.diff = (source.bom ? "\xEF\xBB\xBF" : "") + fixed.text;  // --fix on stdin writes the fixed text to stdout
+    // --fix on stdin writes the fixed text to stdout, in the input's BOM and encoding.
+    auto bytes = encode_source(source, fixed.text);
+    if (auto* err = std::get_if<EncodeError>(&bytes)) {
+      out.error = err->message;
+      out.changed = false;
+    } else {
+      out.diff = std::get<std::string>(std::move(bytes));
+    }
   } else if (auto err = write_source(source, fixed.text)) {
     out.error = *err;
     out.changed = false;

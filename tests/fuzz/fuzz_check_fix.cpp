@@ -10,10 +10,12 @@
 //     removed again, at a place the input's first bytes choose) gives the whole-file analysis's findings,
 //     unless it held the last findings because the edit broke the syntax.
 //   * the CLI's `check --fix` on the input as a real file (on tmpfs when /dev/shm exists; plain, hard-linked
-//     or behind a symlink, writable or mode 0444, as the input's size chooses) writes the BOM and fix_all's
-//     text or leaves the file as it was (bytes that are not UTF-8, read-only files: exit 2), keeps links,
-//     mode and the other name's contents, and leaves no temporary file; `check --fix -` prints the fixed
-//     text, or the input unchanged whenever it fails.
+//     or behind a symlink, writable or mode 0444, as the input's size chooses) writes fix_all's text on the
+//     decoded source as encode_source gives it (the BOM; the PEP 263 encoding the input declares), or
+//     leaves the file as it was (bytes invalid in the encoding, an unknown encoding, a fix the encoding
+//     cannot represent, read-only files: exit 2), keeps links, mode and the other name's contents, and
+//     leaves no temporary file; `check --fix -` prints those bytes, or the input unchanged whenever it
+//     fails.
 // With GRAPHMEND_FUZZ_EACH_FIX=1 in the environment, also: every fix offered on a file that parses, applied
 // alone, gives a file that parses (fix_all drops a whole pass when one fix breaks the file, so a broken
 // fix silently costs every other fix of that pass).
@@ -140,23 +142,38 @@ std::pair<int, std::string> run_cli(const std::vector<std::string>& args, const 
   return {rc, out.str()};
 }
 
-// `safe`: fix_all with `config` and safe fixes on the input; the CLI runs it on the input less its BOM.
+// `safe`: fix_all with `config` and safe fixes on the input; the CLI runs it on the decoded input (less
+// its BOM, from its declared encoding) and encodes the fixed text back.
 void check_cli_fix(const std::string& input, const Config& config, const FixAllResult& safe) {
   auto decoded = graphmend::cli::source_from_bytes("fuzz.py", input);
   const auto* source = std::get_if<graphmend::cli::SourceFile>(&decoded);
   std::string expected = input;  // what the file holds afterwards
+  bool unencodable = false;      // the fixed text cannot be written in the file's encoding
   if (source) {
-    FixAllResult fixed = source->bom ? fix_all("fuzz.py", source->text, config, FixOptions{}) : safe;
-    if (fixed.changed) expected = (source->bom ? "\xEF\xBB\xBF" : "") + fixed.text;
+    // Encoded back, the unchanged text must give the input's bytes (then the bytes outside the fixes stay).
+    if (source->encoding && source->encoding->round_trips) {
+      auto same = graphmend::cli::encode_source(*source, source->text);
+      if (!std::holds_alternative<std::string>(same) || std::get<std::string>(same) != input)
+        fail("the decoded source does not encode back to the input", input, source->encoding->declared);
+    }
+    FixAllResult fixed = source->text != input ? fix_all("fuzz.py", source->text, config, FixOptions{}) : safe;
+    if (fixed.changed) {
+      auto bytes = graphmend::cli::encode_source(*source, fixed.text);
+      if (auto* text = std::get_if<std::string>(&bytes))
+        expected = std::move(*text);
+      else
+        unencodable = true;
+    }
   }
   const bool changes = expected != input;
+  const bool unreadable = source == nullptr || unencodable;  // exit 2 whatever the file's mode
 
   // --fix -: the fixed text, or the input itself.
   auto [stdin_rc, printed] = run_cli({"--fix", "--no-config", "-j1", "-"}, input);
   if (stdin_rc == 2 ? printed != input : printed != expected)
     fail("`check --fix -` printed something else than the fixed text or the input", input,
          "exit " + std::to_string(stdin_rc) + "\n-- printed:\n" + printed + "\n-- expected:\n" + expected);
-  if ((stdin_rc == 2) != (source == nullptr)) fail("`check --fix -` exit status", input, std::to_string(stdin_rc));
+  if ((stdin_rc == 2) != unreadable) fail("`check --fix -` exit status", input, std::to_string(stdin_rc));
 
   // --fix FILE, in one of the layouts.
   const fs::path& dir = scratch();
@@ -178,7 +195,7 @@ void check_cli_fix(const std::string& input, const Config& config, const FixAllR
   std::string detail = "layout " + std::to_string(layout) + ", mode " + std::to_string(mode) + ", exit " +
                        std::to_string(rc) + "\n-- file:\n" + after;
   if (rc < 0 || rc > 2) fail("`check --fix` exit status out of range", input, detail);
-  const bool refused = source == nullptr || (read_only && changes);
+  const bool refused = unreadable || (read_only && changes);
   if (refused != (rc == 2)) fail("`check --fix` exit 2 exactly when the file cannot be read or written", input, detail);
   if (after != (refused ? input : expected))
     fail("`check --fix` wrote something else than the fixed text", input, detail);

@@ -2,6 +2,7 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <iconv.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -54,6 +55,326 @@ size_t first_invalid_utf8(const std::string& bytes) {
     i += len;
   }
   return std::string::npos;
+}
+
+// ---- PEP 263 coding declarations -------------------------------------------------------------------
+
+// Python's codecs (CPython 3.11's `encodings` package, less mbcs and oem, which exist on Windows only):
+// module name, glibc iconv name, and the aliases (encodings/aliases.py) that name it. The iconv name is
+// "=" for UTF-8 (read as without a declaration), "!" for codecs that are not text encodings (CPython
+// refuses them as a declaration) and empty for codecs that graphmend does not read: those that are not
+// ASCII-compatible, and those whose glibc table differs from CPython's on some byte sequence (so a file
+// would be accepted, refused or read differently from CPython; cp1255 and cp1258 compose combining
+// marks in glibc, shift_jis maps 0x5C to the yen sign, gbk accepts 0x80, ...). The supported ones were
+// checked against CPython on every byte and pair of bytes; tests/cli/test_source_encodings.py keeps that.
+struct Codec {
+  std::string_view module, iconv, aliases;
+};
+constexpr Codec kCodecs[] = {
+    {"ascii", "ASCII",
+     "646 ansi_x3.4_1968 ansi_x3.4_1986 ansi_x3_4_1968 cp367 csascii ibm367 iso646_us iso_646.irv_1991 iso_ir_6 us "
+     "us_ascii"},
+    {"base64_codec", "!", "base64 base_64"},
+    {"big5", "", "big5_tw csbig5 x_mac_trad_chinese"},
+    {"big5hkscs", "", "big5_hkscs hkscs"},
+    {"bz2_codec", "!", "bz2"},
+    {"charmap", "ISO-8859-1", ""},
+    {"cp037", "", "037 csibm037 ebcdic_cp_ca ebcdic_cp_nl ebcdic_cp_us ebcdic_cp_wt ibm037 ibm039"},
+    {"cp1006", "", ""},
+    {"cp1026", "", "1026 csibm1026 ibm1026"},
+    {"cp1125", "CP1125", "1125 cp866u ibm1125 ruscii"},
+    {"cp1140", "", "1140 ibm1140"},
+    {"cp1250", "CP1250", "1250 windows_1250"},
+    {"cp1251", "CP1251", "1251 windows_1251"},
+    {"cp1252", "CP1252", "1252 windows_1252"},
+    {"cp1253", "CP1253", "1253 windows_1253"},
+    {"cp1254", "CP1254", "1254 windows_1254"},
+    {"cp1255", "", "1255 windows_1255"},
+    {"cp1256", "CP1256", "1256 windows_1256"},
+    {"cp1257", "CP1257", "1257 windows_1257"},
+    {"cp1258", "", "1258 windows_1258"},
+    {"cp273", "", "273 csibm273 ibm273"},
+    {"cp424", "", "424 csibm424 ebcdic_cp_he ibm424"},
+    {"cp437", "CP437", "437 cspc8codepage437 ibm437"},
+    {"cp500", "", "500 csibm500 ebcdic_cp_be ebcdic_cp_ch ibm500"},
+    {"cp720", "", ""},
+    {"cp737", "CP737", ""},
+    {"cp775", "CP775", "775 cspc775baltic ibm775"},
+    {"cp850", "CP850", "850 cspc850multilingual ibm850"},
+    {"cp852", "CP852", "852 cspcp852 ibm852"},
+    {"cp855", "CP855", "855 csibm855 ibm855"},
+    {"cp856", "", ""},
+    {"cp857", "CP857", "857 csibm857 ibm857"},
+    {"cp858", "IBM858", "858 csibm858 ibm858"},
+    {"cp860", "CP860", "860 csibm860 ibm860"},
+    {"cp861", "CP861", "861 cp_is csibm861 ibm861"},
+    {"cp862", "CP862", "862 cspc862latinhebrew ibm862"},
+    {"cp863", "CP863", "863 csibm863 ibm863"},
+    {"cp864", "", "864 csibm864 ibm864"},
+    {"cp865", "CP865", "865 csibm865 ibm865"},
+    {"cp866", "CP866", "866 csibm866 ibm866"},
+    {"cp869", "CP869", "869 cp_gr csibm869 ibm869"},
+    {"cp874", "CP874", ""},
+    {"cp875", "", ""},
+    {"cp932", "", "932 ms932 ms_kanji mskanji"},
+    {"cp949", "UHC", "949 ms949 uhc"},
+    {"cp950", "", "950 ms950"},
+    {"euc_jis_2004", "", "euc_jis2004 eucjis2004 jisx0213"},
+    {"euc_jisx0213", "", "eucjisx0213"},
+    {"euc_jp", "", "eucjp u_jis ujis"},
+    {"euc_kr", "", "euckr korean ks_c_5601 ks_c_5601_1987 ks_x_1001 ksc5601 ksx1001 x_mac_korean"},
+    {"gb18030", "", "gb18030_2000"},
+    {"gb2312", "EUC-CN",
+     "chinese csiso58gb231280 euc_cn euccn eucgb2312_cn gb2312_1980 gb2312_80 iso_ir_58 x_mac_simp_chinese"},
+    {"gbk", "", "936 cp936 ms936"},
+    {"hex_codec", "!", "hex"},
+    {"hp_roman8", "HP-ROMAN8", "cp1051 csHPRoman8 ibm1051 r8 roman8"},
+    {"hz", "", "hz_gb hz_gb_2312 hzgb"},
+    {"idna", "", ""},
+    {"iso2022_jp", "", "csiso2022jp iso2022jp iso_2022_jp"},
+    {"iso2022_jp_1", "", "iso2022jp_1 iso_2022_jp_1"},
+    {"iso2022_jp_2", "", "iso2022jp_2 iso_2022_jp_2"},
+    {"iso2022_jp_2004", "", "iso2022jp_2004 iso_2022_jp_2004"},
+    {"iso2022_jp_3", "", "iso2022jp_3 iso_2022_jp_3"},
+    {"iso2022_jp_ext", "", "iso2022jp_ext iso_2022_jp_ext"},
+    {"iso2022_kr", "", "csiso2022kr iso2022kr iso_2022_kr"},
+    {"iso8859_1", "ISO-8859-1", ""},
+    {"iso8859_10", "ISO-8859-10", "csisolatin6 iso_8859_10 iso_8859_10_1992 iso_ir_157 l6 latin6"},
+    {"iso8859_11", "ISO-8859-11", "iso_8859_11 iso_8859_11_2001 thai"},
+    {"iso8859_13", "ISO-8859-13", "iso_8859_13 l7 latin7"},
+    {"iso8859_14", "ISO-8859-14", "iso_8859_14 iso_8859_14_1998 iso_celtic iso_ir_199 l8 latin8"},
+    {"iso8859_15", "ISO-8859-15", "iso_8859_15 l9 latin9"},
+    {"iso8859_16", "ISO-8859-16", "iso_8859_16 iso_8859_16_2001 iso_ir_226 l10 latin10"},
+    {"iso8859_2", "ISO-8859-2", "csisolatin2 iso_8859_2 iso_8859_2_1987 iso_ir_101 l2 latin2"},
+    {"iso8859_3", "ISO-8859-3", "csisolatin3 iso_8859_3 iso_8859_3_1988 iso_ir_109 l3 latin3"},
+    {"iso8859_4", "ISO-8859-4", "csisolatin4 iso_8859_4 iso_8859_4_1988 iso_ir_110 l4 latin4"},
+    {"iso8859_5", "ISO-8859-5", "csisolatincyrillic cyrillic iso_8859_5 iso_8859_5_1988 iso_ir_144"},
+    {"iso8859_6", "ISO-8859-6", "arabic asmo_708 csisolatinarabic ecma_114 iso_8859_6 iso_8859_6_1987 iso_ir_127"},
+    {"iso8859_7", "ISO-8859-7", "csisolatingreek ecma_118 elot_928 greek greek8 iso_8859_7 iso_8859_7_1987 iso_ir_126"},
+    {"iso8859_8", "ISO-8859-8", "csisolatinhebrew hebrew iso_8859_8 iso_8859_8_1988 iso_ir_138"},
+    {"iso8859_9", "ISO-8859-9", "csisolatin5 iso_8859_9 iso_8859_9_1989 iso_ir_148 l5 latin5"},
+    {"johab", "", "cp1361 ms1361"},
+    {"koi8_r", "KOI8-R", "cskoi8r"},
+    {"koi8_t", "KOI8-T", ""},
+    {"koi8_u", "KOI8-U", ""},
+    {"kz1048", "RK1048", "kz_1048 rk1048 strk1048_2002"},
+    {"latin_1", "ISO-8859-1",
+     "8859 cp819 csisolatin1 ibm819 iso8859 iso8859_1 iso_8859_1 iso_8859_1_1987 iso_ir_100 l1 latin latin1"},
+    {"mac_arabic", "", ""},
+    {"mac_croatian", "", ""},
+    {"mac_cyrillic", "", "maccyrillic"},
+    {"mac_farsi", "", ""},
+    {"mac_greek", "", "macgreek"},
+    {"mac_iceland", "", "maciceland"},
+    {"mac_latin2", "MAC-CENTRALEUROPE", "mac_centeuro maccentraleurope maclatin2"},
+    {"mac_roman", "", "macintosh macroman"},
+    {"mac_romanian", "", ""},
+    {"mac_turkish", "", "macturkish"},
+    {"palmos", "", ""},
+    {"ptcp154", "PT154", "cp154 csptcp154 cyrillic_asian pt154"},
+    {"punycode", "", ""},
+    {"quopri_codec", "!", "quopri quoted_printable quotedprintable"},
+    {"raw_unicode_escape", "", ""},
+    {"rot_13", "!", "rot13"},
+    {"shift_jis", "", "csshiftjis s_jis shiftjis sjis x_mac_japanese"},
+    {"shift_jis_2004", "", "s_jis_2004 shiftjis2004 sjis_2004"},
+    {"shift_jisx0213", "", "s_jisx0213 shiftjisx0213 sjisx0213"},
+    {"tis_620", "", "iso_ir_166 tis620 tis_620_0 tis_620_2529_0 tis_620_2529_1"},
+    {"undefined", "!", ""},
+    {"unicode_escape", "", ""},
+    {"utf_16", "", "u16 utf16"},
+    {"utf_16_be", "", "unicodebigunmarked utf_16be"},
+    {"utf_16_le", "", "unicodelittleunmarked utf_16le"},
+    {"utf_32", "", "u32 utf32"},
+    {"utf_32_be", "", "utf_32be"},
+    {"utf_32_le", "", "utf_32le"},
+    {"utf_7", "", "u7 unicode_1_1_utf_7 utf7"},
+    {"utf_8", "=", "cp65001 u8 utf utf8 utf8_ucs2 utf8_ucs4"},
+    {"utf_8_sig", "=", ""},
+    {"uu_codec", "!", "uu"},
+    {"zlib_codec", "!", "zip zlib"},
+};
+
+const Codec* codec_by_module(std::string_view module) {
+  for (const Codec& c : kCodecs)
+    if (c.module == module) return &c;
+  return nullptr;
+}
+
+// The module an alias names (encodings/aliases.py), or empty.
+std::string_view aliased_module(std::string_view name) {
+  for (const Codec& c : kCodecs) {
+    std::string_view rest = c.aliases;
+    while (!rest.empty()) {
+      size_t space = rest.find(' ');
+      if (rest.substr(0, space) == name) return c.module;
+      rest = space == std::string_view::npos ? std::string_view() : rest.substr(space + 1);
+    }
+  }
+  return {};
+}
+
+bool ascii_alnum(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9'); }
+char ascii_lower(char c) { return c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c; }
+
+// CPython's tokenizer's get_normal_name: the spellings of utf-8 and latin-1 it knows itself.
+std::string tokenizer_normal_name(const std::string& name) {
+  std::string buf;
+  for (size_t i = 0; i < name.size() && i < 12; ++i) buf += name[i] == '_' ? '-' : ascii_lower(name[i]);
+  if (buf == "utf-8" || buf.starts_with("utf-8-")) return "utf-8";
+  if (buf == "latin-1" || buf == "iso-8859-1" || buf == "iso-latin-1" || buf.starts_with("latin-1-") ||
+      buf.starts_with("iso-8859-1-") || buf.starts_with("iso-latin-1-"))
+    return "iso-8859-1";
+  return name;
+}
+
+// codecs.lookup: lower case, each run of other characters than letters, digits and dots made one
+// underscore (none at the ends), then an alias, then a module of the `encodings` package.
+const Codec* lookup_codec(const std::string& name) {
+  std::string norm;
+  bool punct = false;
+  for (char c : name) {
+    if (ascii_alnum(c) || c == '.') {
+      if (punct && !norm.empty()) norm += '_';
+      norm += ascii_lower(c);
+      punct = false;
+    } else {
+      punct = true;
+    }
+  }
+  std::string undotted = norm;
+  std::replace(undotted.begin(), undotted.end(), '.', '_');
+  std::string_view aliased = aliased_module(norm);
+  if (aliased.empty()) aliased = aliased_module(undotted);
+  for (std::string_view module : {aliased, std::string_view(norm)}) {
+    if (module.empty() || module.find('.') != std::string_view::npos) continue;
+    if (const Codec* codec = codec_by_module(module)) return codec;
+  }
+  return nullptr;
+}
+
+struct Cookie {
+  std::string name;   // as written
+  size_t offset = 0;  // of the name in the bytes
+  unsigned line = 1;
+};
+
+// The coding declaration on `line` (without its line break), as CPython's tokenizer finds it: the line
+// is a comment (`^[ \t\f]*#`), and `coding` followed by `:` or `=`, blanks and a name `[-\w.]+`.
+std::optional<Cookie> cookie_on(std::string_view line, size_t line_offset, unsigned number) {
+  size_t i = line.find_first_not_of(" \t\f");
+  if (i == std::string_view::npos || line[i] != '#') return std::nullopt;
+  for (size_t at = line.find("coding", i); at != std::string_view::npos; at = line.find("coding", at + 1)) {
+    size_t t = at + 6;
+    if (t >= line.size() || (line[t] != ':' && line[t] != '=')) continue;
+    ++t;
+    while (t < line.size() && (line[t] == ' ' || line[t] == '\t')) ++t;
+    size_t begin = t;
+    while (t < line.size() && (ascii_alnum(line[t]) || line[t] == '-' || line[t] == '_' || line[t] == '.')) ++t;
+    if (t > begin) return Cookie{std::string(line.substr(begin, t - begin)), line_offset + begin, number};
+  }
+  return std::nullopt;
+}
+
+// Lines end at \n, \r\n or \r (CPython translates them all before it looks).
+size_t line_end(const std::string& bytes, size_t from) {
+  size_t end = bytes.find_first_of("\r\n", from);
+  return end == std::string::npos ? bytes.size() : end;
+}
+
+size_t next_line(const std::string& bytes, size_t end) {
+  if (end >= bytes.size()) return bytes.size();
+  return bytes[end] == '\r' && end + 1 < bytes.size() && bytes[end + 1] == '\n' ? end + 2 : end + 1;
+}
+
+// Line 1's declaration, or line 2's when line 1 is blank or only a comment.
+std::optional<Cookie> find_cookie(const std::string& bytes) {
+  size_t end1 = line_end(bytes, 0);
+  std::string_view line1 = std::string_view(bytes).substr(0, end1);
+  if (auto cookie = cookie_on(line1, 0, 1)) return cookie;
+  size_t first = line1.find_first_not_of(" \t\f");
+  if (first != std::string_view::npos && line1[first] != '#') return std::nullopt;
+  size_t start2 = next_line(bytes, end1);
+  if (start2 >= bytes.size()) return std::nullopt;
+  return cookie_on(std::string_view(bytes).substr(start2, line_end(bytes, start2) - start2), start2, 2);
+}
+
+struct Conversion {
+  std::string out;
+  bool opened = true;              // iconv_open succeeded
+  size_t bad = std::string::npos;  // offset in the input of what could not be converted
+  bool truncated = false;          // the input ends inside a sequence
+};
+
+// `in` converted from `from` to `to` with iconv, exactly: a character or sequence without an exact
+// counterpart stops the conversion (`bad`).
+Conversion convert(const char* from, const char* to, std::string_view in) {
+  Conversion result;
+  iconv_t cd = ::iconv_open(to, from);
+  if (cd == reinterpret_cast<iconv_t>(-1)) {
+    result.opened = false;
+    return result;
+  }
+  std::string& out = result.out;
+  out.resize(in.size() + in.size() / 2 + 16);
+  char* in_ptr = const_cast<char*>(in.data());
+  size_t in_left = in.size();
+  size_t used = 0;
+  bool flushing = false;
+  for (;;) {
+    char* out_ptr = out.data() + used;
+    size_t out_left = out.size() - used;
+    size_t r = flushing ? ::iconv(cd, nullptr, nullptr, &out_ptr, &out_left)
+                        : ::iconv(cd, &in_ptr, &in_left, &out_ptr, &out_left);
+    const int error = errno;
+    used = static_cast<size_t>(out_ptr - out.data());
+    if (r == static_cast<size_t>(-1) && error == E2BIG) {
+      out.resize(out.size() * 2);
+      continue;
+    }
+    if (r == static_cast<size_t>(-1) || r > 0) {  // r > 0: converted inexactly
+      result.bad = static_cast<size_t>(in_ptr - in.data());
+      result.truncated = r == static_cast<size_t>(-1) && error == EINVAL;
+      break;
+    }
+    if (flushing) break;
+    flushing = true;
+  }
+  ::iconv_close(cd);
+  out.resize(used);
+  return result;
+}
+
+std::string hex_byte(unsigned char c) {
+  char buf[3];
+  std::snprintf(buf, sizeof buf, "%02X", c);
+  return buf;
+}
+
+// Line and column (1-based, in characters) of byte `offset` of UTF-8 `text`.
+std::string where_in_text(const std::string& text, size_t offset) {
+  size_t line = 1, col = 1;
+  for (size_t i = 0; i < offset && i < text.size(); ++i) {
+    if (text[i] == '\n') {
+      ++line;
+      col = 1;
+    } else if ((static_cast<unsigned char>(text[i]) & 0xC0) != 0x80) {
+      ++col;
+    }
+  }
+  return std::to_string(line) + ":" + std::to_string(col);
+}
+
+// "U+20AC" for the UTF-8 character at `offset`.
+std::string code_point_at(const std::string& text, size_t offset) {
+  auto c = static_cast<unsigned char>(text[offset]);
+  size_t len = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xE ? 3 : 4;
+  uint32_t cp = len == 1 ? c : len == 2 ? c & 0x1Fu : len == 3 ? c & 0x0Fu : c & 0x07u;
+  for (size_t i = 1; i < len && offset + i < text.size(); ++i)
+    cp = cp << 6 | (static_cast<unsigned char>(text[offset + i]) & 0x3Fu);
+  char buf[16];
+  std::snprintf(buf, sizeof buf, "U+%04X", static_cast<unsigned>(cp));
+  return buf;
 }
 
 constexpr std::array<std::string_view, 12> kSkippedDirs{".git", ".hg", ".svn", ".venv", "venv", "__pycache__",
@@ -139,23 +460,81 @@ void sync_directory(const fs::path& dir) {
 std::variant<SourceFile, ReadError> source_from_bytes(const fs::path& display_path, std::string bytes) {
   SourceFile file;
   file.path = display_path;
-  if (bytes.size() > kMaxSourceBytes) return ReadError{display_path.string() + ": " + too_large(bytes.size())};
+  const std::string shown = display_path.string();
+  if (bytes.size() > kMaxSourceBytes) return ReadError{shown + ": " + too_large(bytes.size())};
   if (bytes.starts_with("\xEF\xBB\xBF")) {
     file.bom = true;
     bytes.erase(0, 3);
   }
   if (auto nul = bytes.find('\0'); nul != std::string::npos)
-    return ReadError{display_path.string() + ":" + where(bytes, nul) + ": file contains a NUL byte; not a Python source file"};
-  if (auto bad = first_invalid_utf8(bytes); bad != std::string::npos)
-    return ReadError{display_path.string() + ":" + where(bytes, bad) + ": invalid UTF-8 byte 0x" +
-                     [&] {
-                       char buf[3];
-                       std::snprintf(buf, sizeof buf, "%02X", static_cast<unsigned char>(bytes[bad]));
-                       return std::string(buf);
-                     }() +
-                     " (Python source must be UTF-8)"};
-  file.text = std::move(bytes);
+    return ReadError{shown + ":" + where(bytes, nul) + ": file contains a NUL byte; not a Python source file"};
+  // PEP 263, as CPython reads it: the declaration is found in the bytes before anything is decoded.
+  const Codec* codec = nullptr;
+  std::optional<Cookie> cookie = find_cookie(bytes);
+  if (cookie) {
+    const std::string normal = tokenizer_normal_name(cookie->name);
+    auto refuse = [&](const std::string& why) {
+      return ReadError{shown + ":" + where(bytes, cookie->offset) + ": " + why};
+    };
+    if (file.bom && normal != "utf-8")
+      return refuse("the file starts with a UTF-8 BOM but declares the encoding " + cookie->name +
+                    " (with a BOM, only utf-8 may be declared)");
+    if (normal != "utf-8") {
+      codec = lookup_codec(normal);
+      if (!codec) return refuse("unknown encoding: " + cookie->name);
+      if (codec->iconv == "!") return refuse("encoding " + cookie->name + " is not a text encoding");
+      if (codec->iconv.empty())
+        return refuse("encoding " + cookie->name +
+                      (cookie->name == codec->module ? "" : " (Python's " + std::string(codec->module) + ")") +
+                      " is not supported by graphmend (see \"Encodings\" in docs/check.md)");
+      if (codec->iconv == "=") codec = nullptr;  // another spelling of utf-8
+    }
+  }
+  if (!codec) {
+    if (auto bad = first_invalid_utf8(bytes); bad != std::string::npos)
+      return ReadError{shown + ":" + where(bytes, bad) + ": invalid UTF-8 byte 0x" +
+                       hex_byte(static_cast<unsigned char>(bytes[bad])) + " (Python source must be UTF-8)"};
+    file.text = std::move(bytes);
+    return file;
+  }
+  SourceEncoding encoding{cookie->name, std::string(codec->iconv), cookie->line};
+  const std::string declared = " (the encoding declared on line " + std::to_string(encoding.line) + ")";
+  Conversion decoded = convert(encoding.iconv.c_str(), "UTF-8", bytes);
+  if (!decoded.opened)
+    return ReadError{shown + ":" + where(bytes, cookie->offset) + ": cannot decode " + cookie->name +
+                     ": this system's iconv has no " + encoding.iconv + " converter"};
+  if (decoded.bad != std::string::npos) {
+    const std::string what = decoded.truncated ? "incomplete " + cookie->name + " sequence at the end of the file"
+                                               : "invalid " + cookie->name + " byte 0x" +
+                                                     hex_byte(static_cast<unsigned char>(bytes[decoded.bad]));
+    return ReadError{shown + ":" + where(bytes, decoded.bad) + ": " + what + declared};
+  }
+  if (decoded.out.size() > kMaxSourceBytes)
+    return ReadError{shown + ": " + too_large(decoded.out.size()) + " once decoded"};
+  // Fixes are written by encoding the fixed text: the bytes outside them come back only if this does.
+  Conversion back = convert("UTF-8", encoding.iconv.c_str(), decoded.out);
+  encoding.round_trips = back.bad == std::string::npos && back.out == bytes;
+  file.text = std::move(decoded.out);
+  file.encoding = std::move(encoding);
   return file;
+}
+
+std::variant<std::string, EncodeError> encode_source(const SourceFile& file, const std::string& text) {
+  const std::string bom = file.bom ? "\xEF\xBB\xBF" : "";
+  if (!file.encoding) return bom + text;
+  const SourceEncoding& encoding = *file.encoding;
+  const std::string shown = file.path.string();
+  if (!encoding.round_trips)
+    return EncodeError{shown + ": its " + encoding.declared +
+                       " bytes do not survive decoding and encoding again (two byte sequences give the same "
+                       "text), so writing it would change more than the fixes"};
+  Conversion encoded = convert("UTF-8", encoding.iconv.c_str(), text);
+  if (!encoded.opened) return EncodeError{shown + ": this system's iconv cannot encode " + encoding.iconv};
+  if (encoded.bad != std::string::npos)
+    return EncodeError{shown + ": the fixed text has " + code_point_at(text, encoded.bad) + " at " +
+                       where_in_text(text, encoded.bad) + ", which " + encoding.declared +
+                       " (the file's declared encoding) cannot represent"};
+  return bom + encoded.out;
 }
 
 std::variant<SourceFile, ReadError> read_source(const fs::path& path) {
@@ -223,7 +602,9 @@ std::optional<std::string> write_source(const SourceFile& original, const std::s
   if (::faccessat(AT_FDCWD, target.c_str(), W_OK, AT_EACCESS) != 0)
     return fail("file is not writable (" + errno_text(errno) + ")");
 
-  std::string data = (original.bom ? std::string("\xEF\xBB\xBF") : std::string()) + new_text;
+  auto encoded = encode_source(original, new_text);
+  if (auto* err = std::get_if<EncodeError>(&encoded)) return err->message + "; not written";
+  const std::string data = std::get<std::string>(std::move(encoded));
   TempFileSlot slot;
   std::string error;
   int fd = create_temp(target, slot, error);
@@ -266,8 +647,9 @@ std::optional<std::string> write_source(const SourceFile& original, const std::s
   };
   if (!overwrite(data)) {
     std::string why = errno_text(errno);
-    std::string before = (original.bom ? std::string("\xEF\xBB\xBF") : std::string()) + original.text;
-    bool restored = overwrite(before);
+    // The original bytes: a file that does not round-trip was refused above.
+    auto before = encode_source(original, original.text);
+    bool restored = std::holds_alternative<std::string>(before) && overwrite(std::get<std::string>(before));
     ::close(out);
     if (restored) return discard("write failed (" + why + "); the original was restored");
     // Keep the copy (still marked kept: a signal now names it instead of removing it).
