@@ -148,33 +148,18 @@ constexpr std::array<std::string_view, 6> kStaticAnnotations{"bool", "int", "flo
 
 std::string text_of(const Document& doc, TSNode node) { return std::string(doc.node_text(node)); }
 
-// Names subscripted with a tuple holding a slice, `...` or None (`x[:, 0]`, `x[..., None]`) in `body`,
-// nested definitions left out. Iterative: bodies can be deep.
-std::unordered_set<std::string> names_indexed_in_several_dimensions(const Document& doc, TSNode body) {
-  std::unordered_set<std::string> out;
-  std::vector<TSNode> stack{body};
-  while (!stack.empty()) {
-    TSNode node = stack.back();
-    stack.pop_back();
-    if (ts_node_is_null(node)) continue;
-    if (is_type(node, "function_definition") || is_type(node, "class_definition") || is_type(node, "lambda")) continue;
-    if (is_type(node, "subscript") && is_type(field(node, "value"), "identifier")) {
-      uint32_t n = ts_node_named_child_count(node);
-      bool several = n > 2;  // `x[a, b]`: the subscripts are the children after the value
-      for (uint32_t i = 1; i < n && !several; ++i) {
-        TSNode sub = ts_node_named_child(node, i);
-        several = is_type(sub, "ellipsis") || is_type(sub, "none");
-      }
-      bool slice = false;
-      for (uint32_t i = 1; i < n; ++i) {
-        TSNode sub = ts_node_named_child(node, i);
-        slice |= is_type(sub, "slice") || is_type(sub, "ellipsis") || is_type(sub, "none");
-      }
-      if (several && slice) out.insert(text_of(doc, field(node, "value")));
-    }
-    for (uint32_t i = 0; i < ts_node_named_child_count(node); ++i) stack.push_back(ts_node_named_child(node, i));
+// `x[:, 0]`, `x[..., None]`: a subscript with several indices, one of them a slice, `...` or None, which a
+// list or tuple cannot take.
+bool indexes_in_several_dimensions(TSNode subscript) {
+  const uint32_t n = ts_node_named_child_count(subscript);  // the value, then the indices
+  bool several = n > 2, slice = false;
+  for (uint32_t i = 1; i < n; ++i) {
+    TSNode index = ts_node_named_child(subscript, i);
+    const bool special = is_type(index, "ellipsis") || is_type(index, "none");
+    several |= special;
+    slice |= special || is_type(index, "slice");
   }
-  return out;
+  return several && slice;
 }
 
 // Parameter names that read as switches (`output_hidden_states`, `use_cache`, `return_dict`): Python
@@ -474,6 +459,7 @@ void SemanticModel::read_function(FunctionInfo& fn, TSNode definition) {
   fn.range = node_range(definition);
   fn.body_range = node_range(body);
   fn.body_nodes.clear();
+  fn.indexed_in_several_dimensions.clear();
   if (ts_node_is_null(body)) return;
   // One cursor pass, no allocation per node: the passes over a function read only these nodes.
   walk_preorder(body, [&](TSNode node) {
@@ -483,6 +469,8 @@ void SemanticModel::read_function(FunctionInfo& fn, TSNode definition) {
     if (ts_node_is_named(node) && (t == "call" || t == "assignment" || t == "augmented_assignment" ||
                                    t == "for_statement" || t == "return_statement"))
       fn.body_nodes.push_back(node);
+    if (t == "subscript" && is_type(field(node, "value"), "identifier") && indexes_in_several_dimensions(node))
+      fn.indexed_in_several_dimensions.insert(text_of(document_, field(node, "value")));
     return Walk::Descend;
   });
 }
@@ -578,20 +566,25 @@ void SemanticModel::collect_call_sites(int pass) {
   }
 }
 
-std::string SemanticModel::attribute_constructor(const ClassInfo* cls, const std::string& name) const {
+template <class Map>
+const typename Map::mapped_type* SemanticModel::inherited(const ClassInfo* cls, const std::string& key,
+                                                          Map ClassInfo::*map) const {
+  // At most 8 classes deep: a class may name itself as its base (`class Block(Block)`).
   for (int depth = 0; cls && depth < 8; ++depth) {
-    if (auto it = cls->attribute_constructors.find(name); it != cls->attribute_constructors.end()) return it->second;
+    if (auto it = (cls->*map).find(key); it != (cls->*map).end()) return &it->second;
     cls = cls->bases.empty() ? nullptr : find_class(cls->bases[0]);
   }
-  return "";
+  return nullptr;
+}
+
+std::string SemanticModel::attribute_constructor(const ClassInfo* cls, const std::string& name) const {
+  const std::string* constructor = inherited(cls, name, &ClassInfo::attribute_constructors);
+  return constructor ? *constructor : "";
 }
 
 std::optional<bool> SemanticModel::constant_attribute(const ClassInfo* cls, const std::string& name) const {
-  for (int depth = 0; cls && depth < 8; ++depth) {
-    if (auto it = cls->literal_attributes.find(name); it != cls->literal_attributes.end()) return it->second;
-    cls = cls->bases.empty() ? nullptr : find_class(cls->bases[0]);
-  }
-  return std::nullopt;
+  const std::optional<bool>* truth = inherited(cls, name, &ClassInfo::literal_attributes);
+  return truth ? *truth : std::nullopt;
 }
 
 const ClassInfo* SemanticModel::find_class(std::string_view name) const {
@@ -753,7 +746,6 @@ void SemanticModel::infer_locals(FunctionInfo& fn) {
   TSNode params = field(fn.node, "parameters");
   bool is_method = fn.owner != nullptr;
   bool first = true;
-  std::optional<std::unordered_set<std::string>> multi_indexed;  // computed when a parameter needs it
   for_each_named_child(params, [&](TSNode p) {
     auto t = type_of(p);
     std::string name;
@@ -803,8 +795,7 @@ void SemanticModel::infer_locals(FunctionInfo& fn) {
         fn.owner->is_module && !looks_like_flag(name)) {
       // An optional input of a module that the body indexes in several dimensions (`spatial_shapes[:, 0]`,
       // `x[..., None]`) is a tensor when given: a list or tuple cannot be indexed so.
-      if (!multi_indexed) multi_indexed = names_indexed_in_several_dimensions(document_, field(fn.node, "body"));
-      if (multi_indexed->count(name)) kind = ValueKind::Tensor;
+      if (fn.indexed_in_several_dimensions.count(name)) kind = ValueKind::Tensor;
     }
     auto it = fn.locals.find(name);
     if (it == fn.locals.end() || it->second == ValueKind::Unknown) fn.locals[name] = kind;
@@ -907,11 +898,8 @@ const FunctionInfo* SemanticModel::resolve_callee(TSNode call, const FunctionInf
       if (!is_type(left, "identifier") || text_of(document_, left) != name) continue;
       if (!is_type(right, "attribute") || text_of(document_, field(right, "object")) != "self") return nullptr;
       const std::string attr = text_of(document_, field(right, "attribute"));
-      for (const ClassInfo* cls = top->owner; cls; cls = cls->bases.empty() ? nullptr : find_class(cls->bases[0])) {
-        if (auto e = cls->attribute_element_classes.find(attr); e != cls->attribute_element_classes.end())
-          return forward_of(find_class(e->second));
-      }
-      return nullptr;
+      const std::string* element = inherited(top->owner, attr, &ClassInfo::attribute_element_classes);
+      return element ? forward_of(find_class(*element)) : nullptr;
     }
     return nullptr;
   }
@@ -928,30 +916,19 @@ const FunctionInfo* SemanticModel::resolve_callee(TSNode call, const FunctionInf
     } else {
       cls = find_class(object_text);
     }
-    const ClassInfo* start = cls;
-    for (int depth = 0; cls && depth < 8; ++depth) {
-      if (auto it = cls->methods.find(method); it != cls->methods.end()) return it->second;
-      cls = cls->bases.empty() ? nullptr : find_class(cls->bases[0]);
-    }
+    if (FunctionInfo* const* found = inherited(cls, method, &ClassInfo::methods)) return *found;
     // `self.block(x)` with `self.block = Block(config)`: Block's forward.
     if (object_text == "self") {
-      cls = start;
-      for (int depth = 0; cls && depth < 8; ++depth) {
-        if (auto m = cls->attribute_module_classes.find(method); m != cls->attribute_module_classes.end())
-          return forward_of(find_class(m->second));
-        cls = cls->bases.empty() ? nullptr : find_class(cls->bases[0]);
-      }
+      if (const std::string* module = inherited(cls, method, &ClassInfo::attribute_module_classes))
+        return forward_of(find_class(*module));
     }
   }
   return nullptr;
 }
 
 const FunctionInfo* SemanticModel::forward_of(const ClassInfo* cls) const {
-  for (int depth = 0; cls && depth < 8; ++depth) {
-    if (auto it = cls->methods.find("forward"); it != cls->methods.end()) return it->second;
-    cls = cls->bases.empty() ? nullptr : find_class(cls->bases[0]);
-  }
-  return nullptr;
+  FunctionInfo* const* forward = inherited(cls, "forward", &ClassInfo::methods);
+  return forward ? *forward : nullptr;
 }
 
 ValueKind SemanticModel::call_kind(TSNode call, const FunctionInfo& fn) const {

@@ -294,3 +294,14 @@ TEST_CASE("an elif chain too long for Python's parser once nested into torch.whe
   CHECK_FALSE(analysis.findings[0].fix);
   CHECK(analysis.findings[0].no_fix_reason.find("more than Python's parser accepts") != std::string::npos);
 }
+
+TEST_CASE("a class that names itself as its base does not stall call resolution") {
+  // `class Block(Block)` (a same-name subclass): the base chain loops. Resolving `layer(x)` in a ModuleList
+  // loop walked that chain without a bound.
+  const std::string src =
+      "import torch\nfrom torch import nn\n\n\nclass Block(Block):\n    def forward(self, x):\n"
+      "        for layer in self.layers:\n            x = layer(x)\n        return x\n";
+  Document doc("m.py", src);
+  Analysis analysis = analyze(doc, Config{});
+  CHECK(analysis.findings.empty());
+}

@@ -103,6 +103,8 @@ struct FunctionInfo {
   // order, nested definitions and lambdas left out: the passes over a function read this list
   // instead of walking the tree again.
   std::vector<TSNode> body_nodes;
+  // Names the body subscripts in several dimensions with a slice (`x[:, 0]`), read in the same pass.
+  std::unordered_set<std::string> indexed_in_several_dimensions;
 
   // What other functions see of this one, pass by pass of the fixpoint (for incremental updates):
   std::array<ValueKind, kInferencePasses> return_by_pass{};
@@ -183,6 +185,10 @@ class SemanticModel {
   std::optional<bool> constant_attribute(const ClassInfo* cls, const std::string& name) const;
 
  private:
+  // The entry for `key` in `map` of `cls` or of its nearest base class of this file that has one, or nullptr.
+  template <class Map>
+  const typename Map::mapped_type* inherited(const ClassInfo* cls, const std::string& key,
+                                             Map ClassInfo::*map) const;
   void find_deep_regions(TSNode root);
   bool is_skipped(TSNode node) const;
   void collect_imports(TSNode root);
