@@ -152,8 +152,7 @@ TSNode module_definition(const Document& doc, const std::string& name) {
 // with the exception). Deferral is sound only when every statement after the call is pure and total,
 // or another deferrable logging call.
 std::string why_effects_follow(const Document& doc, const SemanticModel& model, const FunctionInfo& fn, TSNode call) {
-  TSNode stmt = call;
-  while (!ts_node_is_null(stmt) && !is_type(ts_node_parent(stmt), "block")) stmt = ts_node_parent(stmt);
+  TSNode stmt = statement_of(call);
   if (ts_node_is_null(stmt) || !ts_node_eq(ts_node_parent(stmt), field(fn.node, "body")))
     return "the call is inside a block of the function, and a deferred call would move past what follows it";
   auto deferrable = [&](TSNode c) {

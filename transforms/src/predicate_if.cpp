@@ -55,8 +55,7 @@ bool tensors(const SemanticModel& model, const FunctionInfo& fn, const std::vect
 // name>`, at or before the use: that block rebinds the name before reading it, so a value computed
 // elsewhere never reaches it (transformers' encoders repeat `clamp_value = ...` in several fp16 clamps).
 bool rebound_before_use(const Document& doc, TSNode node, const std::string& name) {
-  TSNode stmt = node;
-  while (!ts_node_is_null(stmt) && !is_type(ts_node_parent(stmt), "block")) stmt = ts_node_parent(stmt);
+  TSNode stmt = statement_of(node);
   if (ts_node_is_null(stmt)) return false;
   TSNode block = ts_node_parent(stmt);
   if (is_type(ts_node_parent(block), "function_definition")) return false;  // the function's own body

@@ -57,10 +57,7 @@ std::string why_not_uniform_draw(const Document& doc, const SemanticModel& model
     if (is_type(a, "list_splat") || is_type(a, "dictionary_splat")) return "the draw's arguments are unpacked";
   }
   if (!defined_before(doc, fn, name, stmt)) return "`" + name + "` may be unbound when the test runs";
-  TSNode assignment = ts_node_parent(value);
-  while (!ts_node_is_null(assignment) && !is_type(ts_node_parent(assignment), "block"))
-    assignment = ts_node_parent(assignment);
-  if (auto why = why_written_in_place_after(doc, fn, name, assignment); !why.empty()) return why;
+  if (auto why = why_written_in_place_after(doc, fn, name, statement_of(value)); !why.empty()) return why;
   return "";
 }
 
@@ -194,14 +191,12 @@ TransformResult apply(const TransformContext& ctx) {
   if (auto why = why_operand_unplain(doc, *fn, found.bound); !why.empty()) return Refusal{why};
   if (auto why = why_builtins_shadowed(*fn); !why.empty()) return Refusal{why};
 
-  const std::string guard = "(not isinstance(" + bound + ", (int, float)) or " + bound + " > 0) and ";
+  const std::string guarded =
+      "(not isinstance(" + bound + ", (int, float)) or " + bound + " > 0) and " + text(doc, found.comparison);
+  // An operand of and/or/not needs parentheses around the new `and`; the whole test does not.
   const bool whole = ts_node_eq(found.comparison, unparenthesize(test)) && !is_type(test, "parenthesized_expression");
   Fix fix;
-  if (whole) {
-    fix.edits.push_back({node_range(found.comparison), guard + text(doc, found.comparison)});
-  } else {
-    fix.edits.push_back({node_range(found.comparison), "(" + guard + text(doc, found.comparison) + ")"});
-  }
+  fix.edits.push_back({node_range(found.comparison), whole ? guarded : "(" + guarded + ")"});
   fix.title = "Decide `" + text(doc, found.comparison) + "` without the tensor when `" + bound +
               "` is a number <= 0 (a draw from torch.rand is never below it): Dynamo prunes the branch at trace "
               "time, and every other value runs the original test";

@@ -235,6 +235,11 @@ std::string why_torch_unusable(const Document& doc, const SemanticModel& model, 
   return it->second;
 }
 
+TSNode statement_of(TSNode node) {
+  while (!ts_node_is_null(node) && !is_type(ts_node_parent(node), "block")) node = ts_node_parent(node);
+  return node;
+}
+
 bool bound_locally(const FunctionInfo* fn, const std::string& name) {
   for (const FunctionInfo* f = fn; f; f = f->parent)
     if (f->locals.count(name) || std::find(f->params.begin(), f->params.end(), name) != f->params.end()) return true;

@@ -41,6 +41,8 @@ std::string why_torch_unusable(const Document& doc, const SemanticModel& model, 
 // `name.add_(1)`, `name[i] = v`), where the original may write the caller's tensor.
 std::string why_written_in_place_after(const Document& doc, const FunctionInfo& fn, const std::string& name,
                                        TSNode stmt);
+// The statement holding `node` directly in a block (`node` itself when it is one), or null at module level.
+TSNode statement_of(TSNode node);
 // `name` is a parameter or local of `fn` or of a function enclosing it (so not the module-level or builtin name).
 bool bound_locally(const FunctionInfo* fn, const std::string& name);
 // Why the fix may not add locals (`graphmend_cond`...) to `fn`: it inspects its own namespace.
