@@ -426,18 +426,20 @@ def markdown(results: dict, chart_path: str | None) -> str:
         f = lambda d: f"{d.get('eval')}/{d.get('train')}"  # noqa: E731
         A(f"| {m['name']} | {f(b['events'])} | {f(b['explain_breaks'])} | {f(b['counter_breaks'])} | {f(b['graphs'])} |")
     A("")
-    skipped = [m for m in models if m.get("status") != "ok"]
-    if skipped:
-        A("### Skipped models")
-        A("")
-        for m in skipped:
-            A(f"- {m['name']}: {m.get('skip_reason', '')}")
-        A("")
+    L += _skipped_lines(models, "### Skipped models")
     return "\n".join(L)
 
 
 # ---------------------------------------------------------------------------------------------
 # the hf-paper-4.52.4 section: the GraphMend paper's rows next to its Table 2
+
+
+def _skipped_lines(models, heading: str) -> list[str]:
+    """The rows that did not build, with why, under `heading` (nothing when every row built)."""
+    skipped = [m for m in models if m.get("status") != "ok"]
+    if not skipped:
+        return []
+    return [heading, "", *(f"- {m['name']}: {m.get('skip_reason', '')}" for m in skipped), ""]
 
 
 def _yn(v) -> str:
@@ -616,11 +618,5 @@ def paper_markdown(results: dict) -> str:
         for name, s in new_unsafe:
             A(f"- {name}: `{s['file']}` {s['function']}: `{s['stmt'][:90]}` ({s['kind']})")
         A("")
-    skipped = [m for m in models if m.get("status") != "ok"]
-    if skipped:
-        A("Rows that do not build here:")
-        A("")
-        for m in skipped:
-            A(f"- {m['name']}: {m.get('skip_reason', '')}")
-        A("")
+    L += _skipped_lines(models, "Rows that do not build here:")
     return "\n".join(L)
