@@ -518,17 +518,9 @@ def run_prepare(spec, result):
     result["callable"] = type(fn).__name__ if is_module else getattr(fn, "__qualname__", repr(fn))
 
 
-def run_measure(spec, result):
-    import torch
-
-    apply_threads(torch, spec)
-    counters = None
-    try:
-        from torch._dynamo.utils import counters
-    except Exception:
-        pass
+def load_model(torch, spec, result):
+    """The arm's callable on the device with the prepared weights, and the prepared inputs there."""
     device = spec["device"]
-    timer = Timer(torch, device)
     t_import = time.perf_counter()
     module = import_target(spec)
     result["import_s"] = time.perf_counter() - t_import
@@ -544,6 +536,41 @@ def run_measure(spec, result):
             result["state_dict_missing"] = list(missing)
             result["state_dict_unexpected"] = list(unexpected)
         fn.to(device)
+    return fn, args, kwargs
+
+
+def run_deploy_arm(spec, result):
+    import torch
+
+    from graphmend_validator import deploy
+
+    apply_threads(torch, spec)
+
+    def prepare_model(spec):
+        fn, args, kwargs = load_model(torch, spec, result)
+        set_mode(torch, fn, "eval")  # deployment is inference: the validator refuses deploy in train mode
+        seed_everything(torch, spec["seed"])
+        return fn, args, kwargs
+
+    def compare_finite(a, b, rtol, atol):
+        ok, diff, where = compare(a, b, rtol, atol)
+        return ok, finite(diff), where
+
+    deploy.run_deploy(spec, result, prepare_model, compare_finite)
+
+
+def run_measure(spec, result):
+    import torch
+
+    apply_threads(torch, spec)
+    counters = None
+    try:
+        from torch._dynamo.utils import counters
+    except Exception:
+        pass
+    device = spec["device"]
+    timer = Timer(torch, device)
+    fn, args, kwargs = load_model(torch, spec, result)
     set_mode(torch, fn, spec["mode"])
     rtol, atol = spec["rtol"], spec["atol"]
 
@@ -692,6 +719,8 @@ def main(argv):
             set_memory_limit(spec["rlimit_as_mb"])
         if spec["role"] == "prepare":
             run_prepare(spec, result)
+        elif spec["role"] == "deploy":
+            run_deploy_arm(spec, result)
         else:
             run_measure(spec, result)
         result["ok"] = True

@@ -2,7 +2,8 @@
 
 For machines without the graphmend binary (the GPU check falls back to it). Same exit status as
 `graphmend validate`: 0 validated (outputs equal), 1 outputs differ, 2 user code failed, 3 usage or
-environment error. `--fixed auto` needs graphmend's engine and is not available here.
+environment error, 4 (with --deploy) the fixed arm did not export, package, run in C++ or match.
+`--fixed auto` needs graphmend's engine and is not available here.
 """
 
 import argparse
@@ -24,6 +25,8 @@ def main(argv):
     parser.add_argument("--timeout", type=float, default=600.0)
     parser.add_argument("--mode", default="eval", choices=["eval", "train"])
     parser.add_argument("--threads", type=int, default=None)
+    parser.add_argument("--deploy", action="store_true",
+                        help="also torch.export, package with AOTInductor and run each arm in C++")
     args = parser.parse_args(argv)
 
     def fail(kind, message):
@@ -38,7 +41,8 @@ def main(argv):
         return fail(probe["error"]["kind"], probe["error"]["message"])
     params = {"target": args.target, "fixed_source": None if args.fixed in (None, "none") else args.fixed,
               "fixed_module": args.fixed_module, "device": args.device, "backend": args.backend, "repeats": args.repeats,
-              "timeout_s": args.timeout, "mode": args.mode, "threads": args.threads}
+              "timeout_s": args.timeout, "mode": args.mode, "threads": args.threads,
+              "deploy": args.deploy}
 
     def progress(message, percentage):
         print(f"graphmend_validator: {message} ({percentage}%)", file=sys.stderr)
@@ -52,8 +56,10 @@ def main(argv):
     if not result.get("ok"):
         kind = result["error"].get("kind")
         code = 3 if kind in ("bad_target", "bad_factory") else 2
+    elif result.get("outputs_match") is False:
+        code = 1
     else:
-        code = 1 if result.get("outputs_match") is False else 0
+        code = 4 if result.get("deployable") is False else 0
     result["fixed_mode"] = "file" if params["fixed_source"] else "none"
     result["validator"] = probe
     result["exit_code"] = code

@@ -43,6 +43,7 @@ DEFAULTS = {
     "atol": 1e-6,
     "compiled_rtol": 1e-3,
     "compiled_atol": 1e-4,
+    "deploy": False,  # also export, package with AOTInductor and run each arm in C++ (deploy.py)
 }
 
 
@@ -179,6 +180,10 @@ class Validation:
             raise ValidateError(-32602, "bad_params", "timeout_s must be positive")
         if self.p["mode"] not in ("eval", "train"):
             raise ValidateError(-32602, "bad_params", "mode must be 'eval' or 'train'")
+        if not isinstance(self.p["deploy"], bool):
+            raise ValidateError(-32602, "bad_params", "deploy must be true or false")
+        if self.p["deploy"] and self.p["mode"] != "eval":
+            raise ValidateError(-32602, "bad_params", "deploy exports the model for inference: use mode eval")
         if not isinstance(self.p["backend"], str) or not self.p["backend"]:
             raise ValidateError(-32602, "bad_params", "backend must be a backend name")
         self.probe = probe_info
@@ -336,7 +341,7 @@ class Validation:
     def _run(self, began):
         arms = ["original"] + (["fixed"] if self.p["fixed_source"] else [])
         repeats = self.p["repeats"]
-        total_steps = 1 + repeats * len(arms)
+        total_steps = 1 + repeats * len(arms) + (len(arms) if self.p["deploy"] else 0)
         step = 0
         base = {
             "target": self.target,
@@ -363,17 +368,22 @@ class Validation:
             for arm in order:
                 self.progress(f"{arm} arm, run {r + 1}/{repeats}", int(100 * step / total_steps))
                 extra = {"analyze": r == 0}
-                source = self.file if arm == "original" else self.p["fixed_source"]
-                if arm == "fixed" and self.p["fixed_module"]:
-                    # The target file stays; the fixed source stands in for another module (library code).
-                    source = self.file
-                    extra.update(replace_module=self.p["fixed_module"], replace_source=self.p["fixed_source"])
+                source, replacement = self.arm_source(arm)
+                extra.update(replacement)
                 res = self.run_arm(f"{arm}-{r}", "measure", arm, source, extra)
                 step += 1
                 if not res.get("ok"):
                     partial = {a: self.aggregate(v) for a, v in runs.items() if v}
                     return dict(base, ok=False, error=res["error"], partial=partial, wall_s=time.monotonic() - began)
                 runs[arm].append(res)
+        deploys = {}
+        if self.p["deploy"]:
+            for arm in arms:
+                self.progress(f"deploy: {arm} arm (torch.export, AOTInductor, C++ runner)", int(100 * step / total_steps))
+                source, replacement = self.arm_source(arm)
+                res = self.run_arm(f"deploy-{arm}", "deploy", arm, source, dict(replacement))
+                step += 1
+                deploys[arm] = deploy_section(res)
         self.progress("done", 100)
         out = dict(base, ok=True)
         out["original"] = self.aggregate(runs["original"])
@@ -394,8 +404,25 @@ class Validation:
             out["outputs_match"] = None
             out["cold_start_speedup"] = None
             out["steady_state_speedup"] = None
+        if self.p["deploy"]:
+            for arm, section in deploys.items():
+                steady = out[arm]["steady_state_s"] if out.get(arm) else None
+                section["python_steady_state_ms"] = steady * 1e3 if steady is not None else None
+            out["deploy"] = {"original": deploys.get("original"), "fixed": deploys.get("fixed")}
+            proven = deploys["fixed" if "fixed" in deploys else "original"]
+            out["deployable"] = bool(proven["exported"] and proven["packaged"] and proven["cpp_ran"]
+                                     and proven["outputs_match"])
         out["wall_s"] = time.monotonic() - began
         return out
+
+    def arm_source(self, arm):
+        """(source file, extra spec) of an arm: with fixed_module the target file stays and the fixed
+        source stands in for another module (library code)."""
+        if arm == "original":
+            return self.file, {}
+        if self.p["fixed_module"]:
+            return self.file, {"replace_module": self.p["fixed_module"], "replace_source": self.p["fixed_source"]}
+        return self.p["fixed_source"], {}
 
     @staticmethod
     def aggregate(runs):
@@ -436,6 +463,27 @@ class Validation:
             agg["state_dict_missing"] = missing
             agg["state_dict_unexpected"] = unexpected
         return agg
+
+
+DEPLOY_FIELDS = ("exported", "export_mode", "export_error", "export_strict", "export_non_strict", "packaged",
+                 "package_error", "package_s", "cpp_ran", "cpp_error", "runner_cached", "runner_build_s",
+                 "outputs_match", "max_abs_diff", "outputs_difference", "cpp_latency_ms", "cpp_latency_min_ms",
+                 "cpp_latency_max_ms", "cpp_calls")
+
+
+def deploy_section(res):
+    """A deploy arm's result as its report section. An arm that itself failed (time limit, crash, an
+    exception before the export) is a deploy that did not happen: every step false, with the error."""
+    section = {key: None for key in DEPLOY_FIELDS}
+    section.update(exported=False, packaged=False, cpp_ran=False)
+    if res.get("ok"):
+        section.update(res.get("deploy") or {})
+        section["error"] = None
+    else:
+        error = res.get("error") or {}
+        section["error"] = {k: error.get(k) for k in ("kind", "type", "message", "file", "line")}
+        section["export_error"] = f"the deploy arm failed before finishing: {error.get('message')}"
+    return section
 
 
 def match_sites(original, fixed):

@@ -30,6 +30,9 @@ using nlohmann::json;
 
 namespace {
 
+// A --deploy run's summary is kept apart from the plain validation's: each lens shows its own.
+constexpr const char* kDeploySuffix = "#deploy";
+
 void close_fd(int& fd) {
   if (fd >= 0) ::close(fd);
   fd = -1;
@@ -169,6 +172,8 @@ std::string ValidatorBridge::summary(const json& r) {
        ratio(r.value("steady_state_speedup", json()));
   if (r.contains("outputs_match") && r["outputs_match"].is_boolean())
     s += r["outputs_match"].get<bool>() ? " · outputs equal" : " · OUTPUTS DIFFER";
+  if (r.contains("deployable") && r["deployable"].is_boolean())
+    s += r["deployable"].get<bool>() ? " · deployable (export, AOTInductor, C++)" : " · NOT DEPLOYABLE";
   return s;
 }
 
@@ -181,10 +186,21 @@ json ValidatorBridge::code_lenses(const std::string& uri, const std::string& tex
   std::lock_guard lock(mutex_);
   for (const auto& [row, name] : validation_targets(path, text)) {
     std::string target = path + "::" + name;
+    const json range = {{"start", {{"line", row}, {"character", 0}}}, {"end", {{"line", row}, {"character", 0}}}};
     auto it = last_summary_.find(target);
     std::string title = it == last_summary_.end() ? "graphmend: validate under torch.compile" : "graphmend: " + it->second;
-    lenses.push_back({{"range", {{"start", {{"line", row}, {"character", 0}}}, {"end", {{"line", row}, {"character", 0}}}}},
+    lenses.push_back({{"range", range},
                       {"command", {{"title", title}, {"command", "graphmend.validate"}, {"arguments", json::array({target})}}}});
+    // The deploy proof is a second lens: it exports, packages and builds C++, which takes longer.
+    auto deployed = last_summary_.find(target + kDeploySuffix);
+    std::string deploy_title = deployed == last_summary_.end()
+                                   ? "graphmend: prove deployable (torch.export, AOTInductor, C++)"
+                                   : "graphmend: " + deployed->second;
+    lenses.push_back({{"range", range},
+                      {"command",
+                       {{"title", deploy_title},
+                        {"command", "graphmend.validate"},
+                        {"arguments", json::array({{{"target", target}, {"deploy", true}}})}}}});
   }
   return lenses;
 }
@@ -197,10 +213,11 @@ void ValidatorBridge::set_python(const std::string& python) {
 void ValidatorBridge::execute(const std::string& command, const json& arguments, const json& id, Report report,
                               Done done) {
   (void)command;
-  // [TARGET] or [{"target": TARGET, "backend"?: NAME, "repeats"?: N, "mode"?: "eval"|"train"}].
+  // [TARGET] or [{"target": TARGET, "backend"?: NAME, "repeats"?: N, "mode"?: "eval"|"train", "deploy"?: bool}].
   std::string target;
   std::string backend;
   std::string mode;
+  bool deploy = false;
   int repeats = 2;
   auto bad = [&](const std::string& message) { done(nullptr, protocol::ResponseError{-32602, message, {}}); };
   if (arguments.is_array() && !arguments.empty()) {
@@ -230,8 +247,13 @@ void ValidatorBridge::execute(const std::string& command, const json& arguments,
           return bad("graphmend.validate: `mode` must be eval or train");
         mode = m.get<std::string>();
       }
+      if (first.contains("deploy")) {
+        if (!first["deploy"].is_boolean()) return bad("graphmend.validate: `deploy` must be true or false");
+        deploy = first["deploy"].get<bool>();
+      }
     }
   }
+  if (deploy && mode == "train") return bad("graphmend.validate: `deploy` exports for inference and needs mode eval");
   if (target.empty() || target.find("::") == std::string::npos)
     return bad("graphmend.validate takes a target `path/file.py::factory`");
   const std::string key = id.dump();
@@ -256,6 +278,7 @@ void ValidatorBridge::execute(const std::string& command, const json& arguments,
                                 "1"};
   if (!backend.empty()) argv.insert(argv.end(), {"--backend", backend});
   if (!mode.empty()) argv.insert(argv.end(), {"--mode", mode});
+  if (deploy) argv.push_back("--deploy");
   if (!python_.empty()) {
     argv.push_back("--python");
     argv.push_back(python_);
@@ -276,13 +299,15 @@ void ValidatorBridge::execute(const std::string& command, const json& arguments,
   runs_[key].pid = pid;
   lock.unlock();
   spdlog::info("validate {}: started (pid {}, request {})", target, pid, key);
-  std::thread([self = shared_from_this(), key, target, out_fd, err_fd, report = std::move(report),
+  std::thread([self = shared_from_this(), key, target, deploy, out_fd, err_fd, report = std::move(report),
                done = std::move(done)]() mutable {
-    self->wait_run(std::move(key), std::move(target), out_fd, err_fd, std::move(report), std::move(done));
+    self->wait_run(std::move(key), target, target + (deploy ? std::string(kDeploySuffix) : std::string()), out_fd, err_fd, std::move(report),
+                   std::move(done));
   }).detach();
 }
 
-void ValidatorBridge::wait_run(std::string key, std::string target, int out_fd, int err_fd, Report report, Done done) {
+void ValidatorBridge::wait_run(std::string key, std::string target, std::string summary_key, int out_fd, int err_fd,
+                               Report report, Done done) {
   pid_t pid = -1;
   {
     std::lock_guard lock(mutex_);
@@ -405,7 +430,7 @@ void ValidatorBridge::wait_run(std::string key, std::string target, int out_fd, 
       std::string text = summary(result);
       {
         std::lock_guard lock(mutex_);
-        last_summary_[target] = text;
+        last_summary_[summary_key] = text;
       }
       result["summary"] = text;
       spdlog::info("validate {}: {}", target, text);

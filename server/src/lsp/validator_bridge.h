@@ -45,7 +45,9 @@ class ValidatorBridge : public Validator, public std::enable_shared_from_this<Va
     std::chrono::steady_clock::time_point cancelled_at;
   };
   // Waits for run `key`'s child (reading its result and progress), then calls `done`.
-  void wait_run(std::string key, std::string target, int out_fd, int err_fd, Report report, Done done);
+  // `summary_key` is the target, with a suffix for a --deploy run (its lens is a second one).
+  void wait_run(std::string key, std::string target, std::string summary_key, int out_fd, int err_fd, Report report,
+                Done done);
   // Sends SIGTERM to the run's group (once); the caller holds mutex_.
   static void terminate_locked(Run& run);
   // Kills the run's child and everything below it; the caller holds mutex_.
@@ -57,7 +59,7 @@ class ValidatorBridge : public Validator, public std::enable_shared_from_this<Va
   std::mutex mutex_;
   std::condition_variable runs_changed_;
   std::string python_;
-  std::map<std::string, std::string> last_summary_;  // target -> summary of its last run
+  std::map<std::string, std::string> last_summary_;  // summary key -> summary of its last run
   std::map<std::string, Run> runs_;                  // request id (JSON text) -> run in flight
   bool stopped_ = false;                             // stop_all() was called: no more `done`s
 };

@@ -169,6 +169,67 @@ json range_of(const json& arm, std::string_view lo, std::string_view hi) {
   return nullptr;
 }
 
+std::string milliseconds_text(const json& ms) {
+  return ms.is_number() ? format_seconds(json(ms.get<double>() / 1e3)) : std::string("-");
+}
+
+bool flag_of(const json& value) { return value.is_boolean() && value.get<bool>(); }
+
+// One row per step of the deploy proof (validate --deploy), the same for the table and the page.
+struct DeployRow {
+  std::string label;
+  std::string original;
+  std::string fixed;
+};
+
+std::string deploy_cell(const json& arm, std::string_view step) {
+  if (!arm.is_object()) return "-";
+  if (step == "exported") {
+    if (!flag_of(field(arm, "exported"))) return "no";
+    return "yes (" + text_of(field(arm, "export_mode")) + ")";
+  }
+  if (step == "packaged") return flag_of(field(arm, "exported")) ? text_of(field(arm, "packaged")) : "-";
+  if (step == "cpp_ran") return flag_of(field(arm, "packaged")) ? text_of(field(arm, "cpp_ran")) : "-";
+  if (step == "outputs_match") {
+    if (!flag_of(field(arm, "cpp_ran"))) return "-";
+    std::string cell = text_of(field(arm, "outputs_match"));
+    if (field(arm, "max_abs_diff").is_number()) cell += printf_string(" (max |diff| %.3g)", field(arm, "max_abs_diff").get<double>());
+    return cell;
+  }
+  if (step == "cpp_latency") return milliseconds_text(field(arm, "cpp_latency_ms"));
+  if (step == "python_steady") return milliseconds_text(field(arm, "python_steady_state_ms"));
+  return "-";
+}
+
+std::vector<DeployRow> deploy_rows(const json& deploy) {
+  const json& original = field(deploy, "original");
+  const json& fixed = field(deploy, "fixed");
+  const std::pair<const char*, const char*> steps[] = {
+      {"torch.export", "exported"},        {"AOTInductor package", "packaged"},
+      {"C++ run (no Python)", "cpp_ran"},  {"C++ == eager", "outputs_match"},
+      {"C++ latency (median)", "cpp_latency"}, {"torch.compile steady", "python_steady"}};
+  std::vector<DeployRow> rows;
+  for (const auto& [label, step] : steps) rows.push_back({label, deploy_cell(original, step), deploy_cell(fixed, step)});
+  return rows;
+}
+
+// Why an arm is not deployable, in one line: the first step that failed and its error.
+std::string deploy_failure(const json& arm) {
+  if (!arm.is_object()) return "";
+  if (!flag_of(field(arm, "exported"))) {
+    std::string why = "not exported: " + text_of(field(arm, "export_error"));
+    const json& lenient = field(arm, "export_non_strict");
+    if (field(lenient, "error").is_string() && field(lenient, "error") != field(field(arm, "export_strict"), "error")) {
+      why += "; non-strict: " + field(lenient, "error").get<std::string>();
+    }
+    return why;
+  }
+  if (!flag_of(field(arm, "packaged"))) return "not packaged: " + text_of(field(arm, "package_error"));
+  if (!flag_of(field(arm, "cpp_ran"))) return "C++ run failed: " + text_of(field(arm, "cpp_error"));
+  if (!flag_of(field(arm, "outputs_match"))) return "C++ outputs differ from eager: " + text_of(field(arm, "outputs_difference"));
+  return "";
+}
+
 }  // namespace
 
 std::string format_seconds(const json& seconds) {
@@ -235,6 +296,27 @@ std::string format_table(const json& result) {
     }
     if (!match && field(result, "outputs_difference").is_string()) out << "  (" << field(result, "outputs_difference").get<std::string>() << ")";
     out << "\n";
+  }
+  if (const json& deploy = field(result, "deploy"); deploy.is_object()) {
+    // Wider cells than the table above: "yes (non-strict)", "yes (max |diff| 1.2e-07)".
+    out << "\n" << pad_right("deploy (eval)", w0 + 2) << pad_left("original", 26);
+    if (has_fixed) out << pad_left("fixed", 26);
+    out << "\n";
+    for (const DeployRow& r : deploy_rows(deploy)) {
+      out << pad_right(r.label, w0 + 2) << pad_left(r.original, 26);
+      if (has_fixed) out << pad_left(r.fixed, 26);
+      out << "\n";
+    }
+    for (const auto& [name, key] : {std::pair<std::string_view, const char*>{"original", "original"}, {"fixed", "fixed"}}) {
+      const std::string why = deploy_failure(field(deploy, key));
+      if (!why.empty()) out << name << ": " << why << "\n";
+    }
+    const std::string arm = has_fixed ? "the fixed arm" : "the original";
+    if (flag_of(field(result, "deployable"))) {
+      out << "deployable: yes (" << arm << " exports, packages, runs in C++ and matches eager)\n";
+    } else {
+      out << "deployable: NO (" << arm << " stops at a step above)\n";
+    }
   }
   // Honest numbers: say so when the repeats' medians disagree so much that the steady-state ratio means little.
   for (const auto& [name, arm] : {std::pair<std::string_view, const json*>{"original", &original}, {"fixed", &fixed}}) {
@@ -338,7 +420,23 @@ std::string render_html(const json& result) {
       html << "<tr><th>" << label << "</th><td>" << format_seconds(field(original, key)) << "</td><td>"
            << format_seconds(field(fixed, key)) << "</td></tr>";
     }
-    html << "</table>\n<h2>Breaks in the original</h2>" << breaks_table_html(original);
+    html << "</table>\n";
+    if (const json& deploy = field(result, "deploy"); deploy.is_object()) {
+      const bool deployable = flag_of(field(result, "deployable"));
+      html << "<h2>Deploy: torch.export, AOTInductor, C++ runner</h2><p>Deployable without Python: <span class=\""
+           << (deployable ? "ok\">yes" : "bad\">no") << "</span></p><table><tr><th></th><th>original</th><th>fixed</th></tr>";
+      for (const DeployRow& r : deploy_rows(deploy)) {
+        html << "<tr><th>" << html_escape(r.label) << "</th><td>" << html_escape(r.original) << "</td><td>"
+             << html_escape(r.fixed) << "</td></tr>";
+      }
+      html << "</table>";
+      for (const char* key : {"original", "fixed"}) {
+        const std::string why = deploy_failure(field(deploy, key));
+        if (!why.empty()) html << "<p>" << key << ": " << html_escape(why) << "</p>";
+      }
+      html << "\n";
+    }
+    html << "<h2>Breaks in the original</h2>" << breaks_table_html(original);
     if (fixed.is_object()) html << "<h2>Breaks left in the fixed version</h2>" << breaks_table_html(fixed);
   }
   html << "\n<h2>Raw result</h2><details><summary>validation.json</summary><pre>" << html_escape(result.dump(2))

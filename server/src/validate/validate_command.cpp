@@ -30,6 +30,7 @@ constexpr int kExitOk = 0;
 constexpr int kExitOutputsDiffer = 1;
 constexpr int kExitUserCode = 2;
 constexpr int kExitEnvironment = 3;
+constexpr int kExitNotDeployable = 4;
 constexpr int kExitInterrupted = 130;
 
 constexpr const char* kUsage = R"(usage: graphmend validate TARGET [options]
@@ -55,6 +56,9 @@ options:
   --mode eval|train       eval + no_grad (default) or train (forward and backward)
   --threads N             torch.set_num_threads(N) in every arm (steadier CPU numbers on a busy
                           machine; default: torch's own choice)
+  --deploy                also prove each arm deployable without Python: torch.export (strict, then
+                          non-strict), an AOTInductor package, and a C++ runner built against the
+                          torch's libtorch (cached) that runs it on the same inputs (eval mode only)
   --json                  print one JSON object instead of the table
   --report DIR            write DIR/validation.json and DIR/report.html
   --quiet                 no progress on stderr
@@ -63,7 +67,8 @@ options:
                           "percentage": 25}}
 
 exit status: 0 validated (outputs equal), 1 outputs differ, 2 user code raised, hung, exited or
-crashed, 3 usage or environment error, 130 interrupted
+crashed, 3 usage or environment error, 4 (--deploy) the fixed arm (the original without one) did
+not export, package, run in C++ or match its eager outputs there, 130 interrupted
 )";
 
 volatile std::sig_atomic_t g_interrupted = 0;
@@ -84,6 +89,7 @@ struct Options {
   bool json_output = false;
   bool quiet = false;
   bool progress_json = false;
+  bool deploy = false;
   std::optional<fs::path> report_dir;
 };
 
@@ -116,6 +122,8 @@ std::optional<Options> parse_args(const std::vector<std::string>& args, std::str
       options.quiet = true;
     } else if (arg == "--progress-json") {
       options.progress_json = true;
+    } else if (arg == "--deploy") {
+      options.deploy = true;
     } else if (arg == "--fixed" || arg == "--fixed-module" || arg == "--python" || arg == "--device" ||
                arg == "--backend" || arg == "--repeats" || arg == "--threads" || arg == "--timeout" ||
                arg == "--mode" || arg == "--report") {
@@ -185,6 +193,10 @@ std::optional<Options> parse_args(const std::vector<std::string>& args, std::str
   }
   if (!have_target) {
     error = "missing TARGET (path/to/file.py::factory)";
+    return std::nullopt;
+  }
+  if (options.deploy && options.mode != "eval") {
+    error = "--deploy exports the model for inference: it needs --mode eval";
     return std::nullopt;
   }
   return options;
@@ -260,6 +272,9 @@ int exit_code_for(const json& result) {
   }
   if (result.contains("outputs_match") && result["outputs_match"].is_boolean() && !result["outputs_match"].get<bool>()) {
     return kExitOutputsDiffer;
+  }
+  if (result.contains("deployable") && result["deployable"].is_boolean() && !result["deployable"].get<bool>()) {
+    return kExitNotDeployable;
   }
   return kExitOk;
 }
@@ -444,6 +459,7 @@ int run_validate_command(const std::vector<std::string>& args) {
       {"mode", options.mode},
   };
   if (options.threads > 0) params["threads"] = options.threads;
+  if (options.deploy) params["deploy"] = true;
 
   if (interrupt.interrupted()) {
     client.stop();
@@ -451,8 +467,8 @@ int run_validate_command(const std::vector<std::string>& args) {
   }
 
   const int arms = fixed_source.is_null() ? 1 : 2;
-  const auto deadline = std::chrono::seconds(
-      static_cast<long long>((options.timeout_s + 120.0) * (options.repeats * arms + 1)) + 300);
+  const int arm_runs = options.repeats * arms + 1 + (options.deploy ? arms : 0);
+  const auto deadline = std::chrono::seconds(static_cast<long long>((options.timeout_s + 120.0) * arm_runs) + 300);
   // The validator's own stages: "prepare: ...", "original arm, run 1/2", ..., "done".
   auto on_progress = [&](const Progress& p) {
     if (p.kind == "report" && !p.message.empty()) progress(options, p.message, p.percentage);
