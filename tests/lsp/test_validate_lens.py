@@ -72,7 +72,7 @@ RUN_TIMEOUT = 180.0
 def start(tmp_path, capabilities):
     env = dict(os.environ)
     env.update(TORCHINDUCTOR_COMPILE_THREADS="1", OMP_NUM_THREADS="1",
-               GRAPHMEND_TEST_PIDFILE=str(tmp_path / "arm.pid"))
+               GRAPHMEND_TEST_PIDFILE=str(tmp_path / "arm.pid"), GRAPHMEND_CACHE_DIR=str(tmp_path / "cache"))
     env.pop("PYTHONPATH", None)
     client = LspClient([BIN, "server", "--log-level", "debug"], cwd=tmp_path, env=env)
     client.request("initialize", {
@@ -160,7 +160,8 @@ def test_validate_with_created_progress_token_and_lens_refresh(tmp_path):
     path = tmp_path / "m.py"
     uri = open_file(client, path, MODEL)
     lenses = client.request("textDocument/codeLens", {"textDocument": {"uri": uri}})
-    assert [lens["command"]["arguments"] for lens in lenses] == [[f"{path}::example"]]
+    assert [lens["command"]["arguments"] for lens in lenses] == [
+        [f"{path}::example"], [{"target": f"{path}::example", "deploy": True}]]
     request = client.request_async("workspace/executeCommand", validate_params(f"{path}::example"))
     values, response = progress(client, request)
     assert "error" not in response, response
@@ -193,6 +194,8 @@ def test_validate_with_created_progress_token_and_lens_refresh(tmp_path):
             pass
     lenses = client.request("textDocument/codeLens", {"textDocument": {"uri": uri}})
     assert lenses[0]["command"]["title"] == "graphmend: " + result["summary"]
+    # The deploy lens keeps its own title until a deploy run.
+    assert lenses[1]["command"]["title"] == "graphmend: prove deployable (torch.export, AOTInductor, C++)"
     log = client.wait_for(lambda m: m.get("method") == "window/logMessage"
                           and "validate example" in m["params"]["message"], 10)
     assert log["params"]["message"] == "graphmend: validate example: " + result["summary"]
@@ -251,3 +254,26 @@ def test_progress_cancel_by_token_and_exit_stops_running_validations(tmp_path):
     while [pid for pid in tree if alive(pid)] and time.monotonic() < deadline:
         time.sleep(0.1)
     assert [pid for pid in tree if alive(pid)] == []
+
+
+def test_deploy_lens_runs_the_deploy_proof(tmp_path):
+    """{"deploy": true} runs `validate --deploy`: the stages say so, the result has the deploy section,
+    and the deploy lens (not the plain one) shows its summary."""
+    client = start(tmp_path, {"window": {"workDoneProgress": True}})
+    path = tmp_path / "m.py"
+    uri = open_file(client, path, MODEL)
+    params = validate_params(f"{path}::example")
+    params["arguments"][0]["deploy"] = True
+    request = client.request_async("workspace/executeCommand", params)
+    values, response = progress(client, request)
+    assert "error" not in response, response
+    result = response["result"]
+    assert result["ok"] is True and result["deployable"] is True, result.get("deploy")
+    assert result["deploy"]["original"]["exported"] is False and result["deploy"]["fixed"]["cpp_ran"] is True
+    assert result["summary"].endswith("outputs equal · deployable (export, AOTInductor, C++)")
+    messages = [v["value"].get("message") for v in values]
+    assert "deploy: fixed arm (torch.export, AOTInductor, C++ runner)" in messages, messages
+    lenses = client.request("textDocument/codeLens", {"textDocument": {"uri": uri}})
+    assert lenses[0]["command"]["title"] == "graphmend: validate under torch.compile"
+    assert lenses[1]["command"]["title"] == "graphmend: " + result["summary"]
+    assert client.close() == 0

@@ -219,7 +219,7 @@ function runCli(command: string, args: string[], cwd: string | undefined, token:
   });
 }
 
-async function validateTarget(context: vscode.ExtensionContext, target?: unknown): Promise<void> {
+async function validateTarget(context: vscode.ExtensionContext, target?: unknown, deploy = false): Promise<void> {
   if (!vscode.workspace.isTrusted) {
     void vscode.window.showWarningMessage('graphmend: validation runs the model code and is disabled in untrusted workspaces.');
     return;
@@ -253,10 +253,14 @@ async function validateTarget(context: vscode.ExtensionContext, target?: unknown
   const c = client;
   const commands = c?.initializeResult?.capabilities.executeCommandProvider?.commands ?? [];
   await vscode.window.withProgress(
-    { location: vscode.ProgressLocation.Notification, title: `graphmend: validating ${value}`, cancellable: true },
+    {
+      location: vscode.ProgressLocation.Notification,
+      title: deploy ? `graphmend: proving ${value} deployable` : `graphmend: validating ${value}`,
+      cancellable: true,
+    },
     async (_progress, token) => {
       if (c !== undefined && c.isRunning() && commands.includes(VALIDATE_COMMAND)) {
-        const result = await c.sendRequest(ExecuteCommandRequest.type, { command: VALIDATE_COMMAND, arguments: [{ target: value }] }, token);
+        const result = await c.sendRequest(ExecuteCommandRequest.type, { command: VALIDATE_COMMAND, arguments: [deploy ? { target: value, deploy: true } : { target: value }] }, token);
         output.info(`validation of ${value}:\n${JSON.stringify(result, null, 2)}`);
         return;
       }
@@ -272,7 +276,7 @@ async function validateTarget(context: vscode.ExtensionContext, target?: unknown
         return;
       }
       const cwd = workspaceFolderPaths()[0] ?? (path.isAbsolute(parsed.file) ? path.dirname(parsed.file) : undefined);
-      const code = await runCli(found.command, validateArgs(value!, s), cwd, token);
+      const code = await runCli(found.command, validateArgs(value!, s, deploy), cwd, token);
       if (code !== 0 && !token.isCancellationRequested) {
         void vscode.window.showWarningMessage(`graphmend validate exited with ${code}; see the output.`, 'Show Logs').then((c2) => {
           if (c2 === 'Show Logs') output.show();
@@ -293,6 +297,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     vscode.commands.registerCommand('graphmend.restart', () => restart(context)),
     vscode.commands.registerCommand('graphmend.fixAll', fixAll),
     vscode.commands.registerCommand('graphmend.validateTarget', (target?: unknown) => validateTarget(context, target)),
+    vscode.commands.registerCommand('graphmend.proveDeployable', (target?: unknown) => validateTarget(context, target, true)),
     vscode.commands.registerCommand('graphmend.showLogs', () => output.show()),
     vscode.workspace.onDidChangeConfiguration((event) => {
       if (!needsRestart((key) => event.affectsConfiguration(key))) return;

@@ -16,10 +16,12 @@ export function serverArgs(settings: Settings): string[] {
 
 /**
  * Command line of `graphmend validate` for a target ("path/to/model.py::factory"), used when the server
- * does not offer validation as a workspace command.
+ * does not offer validation as a workspace command; `deploy` adds the deploy proof (`--deploy`).
  */
-export function validateArgs(target: string, settings: Settings): string[] {
+export function validateArgs(target: string, settings: Settings, deploy = false): string[] {
   const args = ['validate', target];
+  // The deploy proof: torch.export, an AOTInductor package and a C++ run of each arm.
+  if (deploy) args.push('--deploy');
   if (settings.validatorPython !== null) args.push('--python', settings.validatorPython);
   return args;
 }

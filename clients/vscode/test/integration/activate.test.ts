@@ -231,7 +231,7 @@ describe('activate() with the real server', () => {
   });
 
   it('registers its commands', () => {
-    for (const name of ['graphmend.restart', 'graphmend.fixAll', 'graphmend.validateTarget', 'graphmend.showLogs']) {
+    for (const name of ['graphmend.restart', 'graphmend.fixAll', 'graphmend.validateTarget', 'graphmend.proveDeployable', 'graphmend.showLogs']) {
       assert.ok(commands.has(name), name);
     }
   });
@@ -294,6 +294,8 @@ describe('activate() with the real server', () => {
     await until('a configuration answer', () => logs.some((l) => l.startsWith("trace Sending response 'workspace/configuration") && l.includes('"enable": false')));
 
     await commands.get('graphmend.validateTarget')!('model.py::example');
+    assert.match(warnings[warnings.length - 1], /untrusted/);
+    await commands.get('graphmend.proveDeployable')!('model.py::example');
     assert.match(warnings[warnings.length - 1], /untrusted/);
     assert.ok(!logs.some((l) => l.startsWith('info $ ')), 'no graphmend validate was run');
   });

@@ -362,4 +362,13 @@ describe(`graphmend server (${serverBinary()}) as the VS Code extension drives i
     assert.equal(r.status, 3, r.stderr);
     assert.match(r.stderr, /cannot run python '\/nonexistent\/python'/);
   });
+
+  it('adds --deploy for Prove Target Deployable, and the CLI accepts it', () => {
+    const target = suggestTarget(fixturePath(FIXTURE), source);
+    const args = validateArgs(target, settingsWith({ 'validator.python': '/nonexistent/python' }), true);
+    assert.deepEqual(args.slice(0, 3), ['validate', target, '--deploy']);
+    const r = spawnSync(serverBinary(), args, { encoding: 'utf8', timeout: 60000 });
+    assert.equal(r.status, 3, r.stderr);
+    assert.match(r.stderr, /cannot run python '\/nonexistent\/python'/);
+  });
 });

@@ -53,7 +53,7 @@ describe('package.json commands', () => {
     const source = fs.readFileSync(path.join(EXTENSION_ROOT, 'src', 'extension.ts'), 'utf8');
     const registered = [...source.matchAll(/registerCommand\('([^']+)'/g)].map((m) => m[1]).sort();
     assert.deepEqual(manifest.contributes.commands.map((c) => c.command).sort(), registered);
-    assert.deepEqual(registered, ['graphmend.fixAll', 'graphmend.restart', 'graphmend.showLogs', 'graphmend.validateTarget']);
+    assert.deepEqual(registered, ['graphmend.fixAll', 'graphmend.proveDeployable', 'graphmend.restart', 'graphmend.showLogs', 'graphmend.validateTarget']);
   });
 
   it('activates on Python', () => {
