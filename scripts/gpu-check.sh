@@ -18,6 +18,10 @@
 #    `<!-- gpu:end -->` like the other benchmarks' sections, heading `## GPU`) with a table, the card's
 #    name, torch and CUDA versions and the date. Raw results stay in $GPU_CHECK_OUT (default: a temp folder).
 #
+# The deploy proof (validate --deploy: torch.export, an AOTInductor package, the C++ runner built
+# against this torch's libtorch, on the device) runs for the targets in GPU_CHECK_DEPLOY (default: the
+# bundled examples/deployable_block.py and the hand-fixed branchy control); the table gets a deploy column.
+#
 # Knobs: GPU_CHECK_HF ("longformer bart": recipe names; empty for none), GPU_CHECK_REPEATS (2),
 # GPU_CHECK_BUDGET_S (600: no new target starts after this many seconds; the rest are listed as not run),
 # GPU_CHECK_TIMEOUT (900 s per arm), GPU_CHECK_BACKEND (inductor), GPU_CHECK_THREADS (torch threads per
@@ -126,6 +130,8 @@ PY
   fi
 fi
 
+deploy_targets=" ${GPU_CHECK_DEPLOY-examples/deployable_block.py::example tests/validator/targets/branchy.py::make} "
+
 failed=0
 index=0
 for spec in "${targets[@]}"; do
@@ -139,6 +145,8 @@ for spec in "${targets[@]}"; do
   fi
   module_args=()
   [ -n "$module" ] && module_args=(--fixed-module "$module")
+  deploy_args=()
+  [ "${deploy_targets#* "$target" }" != "$deploy_targets" ] && deploy_args=(--deploy)
   index=$((index + 1))
   name="$(printf '%02d' "$index")-$(printf '%s' "$target" | tr -c 'A-Za-z0-9_.-' '_' | tail -c 60)"
   if (( SECONDS - began > budget_s )); then
@@ -149,10 +157,11 @@ for spec in "${targets[@]}"; do
     failed=1
     continue
   fi
-  log "[$index/${#targets[@]}] $target (fixed: $fixed${module:+ as $module})"
+  log "[$index/${#targets[@]}] $target (fixed: $fixed${module:+ as $module}${deploy_args[@]+, deploy})"
   if [ -n "$bin" ]; then
     "$bin" validate "$target" --fixed "$fixed" ${module_args[@]+"${module_args[@]}"} --python "$py" --device "$device" --backend "$backend" \
-      ${thread_args[@]+"${thread_args[@]}"} --repeats "$repeats" --timeout "$timeout_s" --json --quiet --report "$out/$name" >"$out/$name.json"
+      ${thread_args[@]+"${thread_args[@]}"} ${deploy_args[@]+"${deploy_args[@]}"} --repeats "$repeats" --timeout "$timeout_s" --json --quiet \
+      --report "$out/$name" >"$out/$name.json"
     rc=$?
   elif [ "$fixed" = auto ]; then
     log "  skipped: --fixed auto needs the graphmend binary"
@@ -161,7 +170,8 @@ for spec in "${targets[@]}"; do
     rc=3
   else
     PYTHONPATH="$root/gpu-validator${PYTHONPATH:+:$PYTHONPATH}" "$py" -m graphmend_validator validate "$target" \
-      --fixed "$fixed" ${module_args[@]+"${module_args[@]}"} --device "$device" --backend "$backend" ${thread_args[@]+"${thread_args[@]}"} --repeats "$repeats" --timeout "$timeout_s" \
+      --fixed "$fixed" ${module_args[@]+"${module_args[@]}"} --device "$device" --backend "$backend" ${thread_args[@]+"${thread_args[@]}"} \
+      ${deploy_args[@]+"${deploy_args[@]}"} --repeats "$repeats" --timeout "$timeout_s" \
       >"$out/$name.json" 2>"$out/$name.stderr"
     rc=$?
   fi
@@ -194,6 +204,20 @@ def ratio(x):
 def yn(v):
     return "-" if v is None else ("yes" if v else "no")
 
+def deployed(arm):
+    """One arm of the deploy proof: where it stopped, or its C++ latency and output check."""
+    if not arm:
+        return "-"
+    if not arm.get("exported"):
+        return "not exported"
+    if not arm.get("packaged"):
+        return "not packaged"
+    if not arm.get("cpp_ran"):
+        return "C++ failed"
+    latency = arm.get("cpp_latency_ms")
+    shown = seconds(latency / 1e3) if latency is not None else "?"
+    return f"C++ {shown}" + ("" if arm.get("outputs_match") else " **DIFFER**")
+
 rows = []
 for r in results:
     target = r.get("target") or "?"
@@ -210,7 +234,7 @@ for r in results:
     if not r.get("ok"):
         err = r.get("error") or {}
         what = "not run (time budget)" if err.get("kind") == "not_run" else f"failed: {err.get('kind')} ({err.get('arm', '-')})"
-        rows.append(f"| `{shown}` | {fixed} | {what} | | | | | |")
+        rows.append(f"| `{shown}` | {fixed} | {what} | | | | | | |")
         continue
     o, f = r["original"], r.get("fixed") or {}
     outputs = "-" if r.get("outputs_match") is None else ("equal" if r["outputs_match"] else "**DIFFER**")
@@ -218,7 +242,8 @@ for r in results:
         f"| `{shown}` | {fixed} | {o['graph_break_count']} → {f.get('graph_break_count', '-')} "
         f"| {o['graph_count']} → {f.get('graph_count', '-')} | {yn(o.get('fullgraph'))} → {yn(f.get('fullgraph'))} "
         f"| {outputs} | {seconds(o['cold_start_s'])} → {seconds(f.get('cold_start_s'))} ({ratio(r.get('cold_start_speedup'))}) "
-        f"| {seconds(o['steady_state_s'])} → {seconds(f.get('steady_state_s'))} ({ratio(r.get('steady_state_speedup'))}) |")
+        f"| {seconds(o['steady_state_s'])} → {seconds(f.get('steady_state_s'))} ({ratio(r.get('steady_state_speedup'))}) "
+        f"| {deployed((r.get('deploy') or {}).get('original')) + ' → ' + deployed((r.get('deploy') or {}).get('fixed')) if r.get('deploy') else '-'} |")
 
 now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
 thread_text = "" if not threads else f" · {threads} torch thread{'' if threads == '1' else 's'} per arm"
@@ -243,10 +268,11 @@ lines = [
     "",
     "Breaks and graphs are original → fixed; times are medians of the first compiled call (cold start, compile "
     "included) and of one call after warm-up (steady state), original → fixed (original / fixed). Outputs: eager "
-    "original vs eager fixed on the same weights and inputs.",
+    "original vs eager fixed on the same weights and inputs. Deploy (targets in GPU_CHECK_DEPLOY): where "
+    "`validate --deploy` stopped, or the C++ runner's median latency per call on the device.",
     "",
-    "| target | fixed | graph breaks | graphs | fullgraph | outputs | cold start | steady state |",
-    "|---|---|---|---|---|---|---|---|",
+    "| target | fixed | graph breaks | graphs | fullgraph | outputs | cold start | steady state | deploy (export, AOTInductor, C++) |",
+    "|---|---|---|---|---|---|---|---|---|",
     *rows,
     "",
 ]
