@@ -1,4 +1,5 @@
-"""Running headless Neovim with clients/nvim on 'runtimepath' and reading back what a Lua script found."""
+"""Running headless Neovim with clients/nvim on 'runtimepath' (or, with plugin=None, a script that puts
+it there itself, as a plugin manager would) and reading back what a Lua script found."""
 from __future__ import annotations
 
 import json
@@ -12,7 +13,7 @@ from clients_env import NVIM_PLUGIN
 # Prepended to every script: the plugin on 'runtimepath', filetype detection, a result table, and
 # finish() that writes it as JSON and quits (also when the script fails).
 PRELUDE = r"""
-vim.opt.runtimepath:prepend(%(plugin)s)
+%(rtp)s
 vim.opt.swapfile = false
 vim.cmd('filetype on')
 RESULT = { errors = {} }
@@ -35,14 +36,17 @@ def lua_string(value: str | Path) -> str:
 
 
 def run_nvim(nvim: str, script: str, *, files: list[Path] = (), cwd: Path | None = None,
-             env: dict[str, str] | None = None, timeout: float = 90) -> dict:
-    """Runs `script` (Lua) in `nvim --headless` after opening `files`; returns RESULT."""
+             env: dict[str, str] | None = None, timeout: float = 90,
+             plugin: Path | None = NVIM_PLUGIN) -> dict:
+    """Runs `script` (Lua) in `nvim --headless` after opening `files`; returns RESULT. `plugin` is
+    prepended to 'runtimepath' first (None: left to the script)."""
     with tempfile.TemporaryDirectory(prefix="gm-nvim-") as tmp:
         tmpdir = Path(tmp)
         out = tmpdir / "result.json"
         init = tmpdir / "minimal_init.lua"
         body = tmpdir / "script.lua"
-        init.write_text(PRELUDE % {"plugin": lua_string(NVIM_PLUGIN), "out": lua_string(out)})
+        rtp = f"vim.opt.runtimepath:prepend({lua_string(plugin)})" if plugin is not None else ""
+        init.write_text(PRELUDE % {"rtp": rtp, "out": lua_string(out)})
         body.write_text(script)
         runner = tmpdir / "runner.lua"
         runner.write_text(RUNNER % {"script": lua_string(body)})

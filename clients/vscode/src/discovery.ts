@@ -1,10 +1,20 @@
-// Finding the `graphmend` executable: the `graphmend.path` setting, else the binary bundled in the
-// extension (bin/), else the first one on PATH. Pure apart from the injected file-system probe.
+// Finding the `graphmend` executable: the `graphmend.path` setting; else, with graphmend.importStrategy
+// "fromEnvironment" (the default), the `graphmend` installed next to the chosen Python interpreter;
+// else the binary bundled in the extension (bundled/bin/); else ("fromEnvironment" only) the first
+// one on PATH. Pure apart from the injected file-system probe.
 import * as fs from 'fs';
 import * as os from 'os';
 import * as path from 'path';
 
-export type ServerSource = 'setting' | 'bundled' | 'PATH';
+import type { Interpreter } from './interpreter';
+
+export type ServerSource = 'setting' | 'environment' | 'bundled' | 'PATH';
+
+export type ImportStrategy = 'fromEnvironment' | 'useBundled';
+export const IMPORT_STRATEGIES: readonly ImportStrategy[] = ['fromEnvironment', 'useBundled'];
+
+/** Where the .vsix carries the server, relative to the extension's folder. */
+export const BUNDLED_BIN_DIR = ['bundled', 'bin'] as const;
 
 export interface Found {
   ok: true;
@@ -31,6 +41,15 @@ export interface DiscoveryInput {
   homedir?: string;
   /** Whether `file` is a regular file the user may execute. */
   isExecutable?: (file: string) => boolean;
+  /** graphmend.importStrategy; "fromEnvironment" when absent. */
+  importStrategy?: ImportStrategy;
+  /** The interpreter chosen for validation (interpreter.ts chooseInterpreter), for "fromEnvironment". */
+  interpreter?: Interpreter;
+  /**
+   * `vscode.workspace.isTrusted`; true when absent. In an untrusted workspace the environment's
+   * `graphmend` is not run: the interpreter may be the workspace's own .venv.
+   */
+  trusted?: boolean;
 }
 
 export function isExecutableFile(file: string): boolean {
@@ -115,9 +134,26 @@ function searchPath(name: string, input: DiscoveryInput): string | null {
   return null;
 }
 
+/** The bundled server: `<extension>/bundled/bin/graphmend`. */
+export function bundledExecutable(input: Pick<DiscoveryInput, 'extensionPath' | 'platform'>): string {
+  return pathApi(input.platform).join(input.extensionPath, ...BUNDLED_BIN_DIR, executableName(input.platform));
+}
+
+/**
+ * The `graphmend` installed in the interpreter's environment, next to it (`<dirname(python)>/graphmend`),
+ * for importStrategy "fromEnvironment"; null for the default interpreter (python3, nothing chosen) and
+ * for one that is not an absolute path after expanding `~` and variables.
+ */
+export function environmentExecutable(interpreter: Interpreter | undefined, input: DiscoveryInput): string | null {
+  if (interpreter === undefined || interpreter.source === 'default') return null;
+  const p = pathApi(input.platform);
+  const expanded = expandPath(interpreter.python, input);
+  if ('error' in expanded || !p.isAbsolute(expanded.path)) return null;
+  return p.join(p.dirname(expanded.path), executableName(input.platform));
+}
+
 export function findServer(input: DiscoveryInput): Found | NotFound {
   const probe = input.isExecutable ?? isExecutableFile;
-  const p = pathApi(input.platform);
   const tried: string[] = [];
 
   if (input.configuredPath !== null) {
@@ -134,9 +170,25 @@ export function findServer(input: DiscoveryInput): Found | NotFound {
     };
   }
 
-  const bundled = p.join(input.extensionPath, 'bin', executableName(input.platform));
+  const strategy = input.importStrategy ?? 'fromEnvironment';
+  if (strategy === 'fromEnvironment' && input.trusted !== false) {
+    const fromEnv = environmentExecutable(input.interpreter, input);
+    if (fromEnv !== null) {
+      tried.push(fromEnv);
+      if (probe(fromEnv)) return { ok: true, command: fromEnv, source: 'environment' };
+    }
+  }
+
+  const bundled = bundledExecutable(input);
   tried.push(bundled);
   if (probe(bundled)) return { ok: true, command: bundled, source: 'bundled' };
+  if (strategy === 'useBundled') {
+    return {
+      ok: false,
+      message: `graphmend.importStrategy is "useBundled", but this extension carries no bundled server (${bundled}): install a platform-specific .vsix, or set graphmend.importStrategy to "fromEnvironment" or graphmend.path`,
+      tried,
+    };
+  }
 
   const name = executableName(input.platform).replace(/\.exe$/, '');
   for (const candidate of pathCandidates(name, input)) {
@@ -145,7 +197,7 @@ export function findServer(input: DiscoveryInput): Found | NotFound {
   }
   return {
     ok: false,
-    message: 'graphmend executable not found: set graphmend.path, or put graphmend on PATH',
+    message: 'graphmend executable not found: set graphmend.path, install graphmend in the selected Python environment, or put graphmend on PATH',
     tried,
   };
 }

@@ -18,7 +18,8 @@ import {
 } from 'vscode-languageclient/node';
 
 import { CLIENT_ID, CLIENT_NAME, DOCUMENT_SELECTOR, OUTPUT_CHANNEL, serverProcess } from './client';
-import { findServer } from './discovery';
+import { DiscoveryInput, Found, NotFound, findServer } from './discovery';
+import { Interpreter, PYTHON_EXTENSION_ID, PythonExtensionApi, chooseInterpreter, validatorPython } from './interpreter';
 import { FIX_ALL_KIND, VALIDATE_COMMAND, ServerState, parseTarget, pickFixAll, statusText, suggestTarget, validateArgs } from './server';
 import {
   CONFIG_SECTION,
@@ -33,6 +34,8 @@ import {
 
 let client: LanguageClient | undefined;
 let settings: Settings | undefined;
+let interpreter: Interpreter | undefined;
+let pythonListener: vscode.Disposable | undefined;
 let output: vscode.LogOutputChannel;
 let status: vscode.LanguageStatusItem;
 let serverVersion: string | undefined;
@@ -47,6 +50,72 @@ function currentSettings(): Settings {
 
 function workspaceFolderPaths(): string[] {
   return (vscode.workspace.workspaceFolders ?? []).filter((f) => f.uri.scheme === 'file').map((f) => f.uri.fsPath);
+}
+
+/** The Python extension's API, when it is installed; activates it (its exports need that). */
+async function pythonExtensionApi(): Promise<PythonExtensionApi | undefined> {
+  const ext = vscode.extensions.getExtension<PythonExtensionApi>(PYTHON_EXTENSION_ID);
+  if (ext === undefined || ext === null) return undefined;
+  try {
+    const api = ext.isActive === true ? ext.exports : await ext.activate();
+    return typeof api === 'object' && api !== null ? api : undefined;
+  } catch (error) {
+    output.warn(`the Python extension did not activate: ${error instanceof Error ? error.message : String(error)}`);
+    return undefined;
+  }
+}
+
+/**
+ * A restart when the interpreter selected in the Python extension changes (only while it is the one in
+ * use: graphmend.validator.python unset).
+ */
+function watchPythonExtension(context: vscode.ExtensionContext, api: PythonExtensionApi | undefined): void {
+  if (pythonListener !== undefined || api === undefined) return;
+  const event = (api.environments as { onDidChangeActiveEnvironmentPath?: unknown } | undefined)?.onDidChangeActiveEnvironmentPath;
+  if (typeof event !== 'function') return;
+  try {
+    const disposable = (event as (listener: () => void) => vscode.Disposable)(() => {
+      if ((settings ?? currentSettings()).validatorPython !== null) return;
+      output.info('the Python extension selected another interpreter; restarting the server');
+      void restart(context);
+    });
+    if (disposable && typeof disposable.dispose === 'function') {
+      pythonListener = disposable;
+      context.subscriptions.push(disposable);
+    }
+  } catch {
+    // Without the event, a restart (graphmend: Restart Server) picks the new interpreter up.
+  }
+}
+
+/** The interpreter for validation and importStrategy "fromEnvironment" (see interpreter.ts). */
+async function currentInterpreter(context: vscode.ExtensionContext, s: Settings): Promise<Interpreter> {
+  const folders = workspaceFolderPaths();
+  // The setting wins: the Python extension is not even activated then.
+  const api = s.validatorPython === null ? await pythonExtensionApi() : undefined;
+  watchPythonExtension(context, api);
+  const resource = (vscode.workspace.workspaceFolders ?? []).find((f) => f.uri.scheme === 'file')?.uri;
+  return chooseInterpreter({
+    configured: s.validatorPython,
+    pythonApi: api,
+    resource,
+    workspaceFolders: folders,
+    platform: process.platform,
+  });
+}
+
+function discover(context: vscode.ExtensionContext, s: Settings, chosen: Interpreter): Found | NotFound {
+  const input: DiscoveryInput = {
+    configuredPath: s.path,
+    extensionPath: context.extensionPath,
+    workspaceFolders: workspaceFolderPaths(),
+    env: process.env,
+    platform: process.platform,
+    importStrategy: s.importStrategy,
+    interpreter: chosen,
+    trusted: vscode.workspace.isTrusted === true,
+  };
+  return findServer(input);
 }
 
 function setStatus(state: ServerState, detail?: string): void {
@@ -65,13 +134,10 @@ function setStatus(state: ServerState, detail?: string): void {
 async function startClient(context: vscode.ExtensionContext): Promise<void> {
   settings = currentSettings();
   const folders = workspaceFolderPaths();
-  const found = findServer({
-    configuredPath: settings.path,
-    extensionPath: context.extensionPath,
-    workspaceFolders: folders,
-    env: process.env,
-    platform: process.platform,
-  });
+  const chosen = await currentInterpreter(context, settings);
+  interpreter = chosen;
+  output.info(`validator interpreter: ${chosen.source === 'default' ? `${chosen.python} (the server's default)` : `${chosen.python} (${chosen.source})`}`);
+  const found = discover(context, settings, chosen);
   if (!found.ok) {
     output.error(found.message);
     if (found.tried.length > 0) output.info(`looked for the server at:\n  ${found.tried.join('\n  ')}`);
@@ -89,7 +155,7 @@ async function startClient(context: vscode.ExtensionContext): Promise<void> {
   output.info(`starting ${proc.command} ${proc.args.join(' ')} (found via ${found.source})`);
   const executable = { command: proc.command, args: proc.args, transport: TransportKind.stdio, options: { cwd: proc.cwd } };
   const serverOptions: ServerOptions = { run: executable, debug: executable };
-  const env = () => ({ trusted: vscode.workspace.isTrusted });
+  const env = () => ({ trusted: vscode.workspace.isTrusted, interpreter: chosen });
   const clientOptions: LanguageClientOptions = {
     documentSelector: DOCUMENT_SELECTOR,
     outputChannel: output,
@@ -264,19 +330,14 @@ async function validateTarget(context: vscode.ExtensionContext, target?: unknown
         output.info(`validation of ${value}:\n${JSON.stringify(result, null, 2)}`);
         return;
       }
-      const found = findServer({
-        configuredPath: s.path,
-        extensionPath: context.extensionPath,
-        workspaceFolders: workspaceFolderPaths(),
-        env: process.env,
-        platform: process.platform,
-      });
+      const chosen = interpreter ?? (await currentInterpreter(context, s));
+      const found = discover(context, s, chosen);
       if (!found.ok) {
         void vscode.window.showErrorMessage(found.message);
         return;
       }
       const cwd = workspaceFolderPaths()[0] ?? (path.isAbsolute(parsed.file) ? path.dirname(parsed.file) : undefined);
-      const code = await runCli(found.command, validateArgs(value!, s, deploy), cwd, token);
+      const code = await runCli(found.command, validateArgs(value!, s, deploy, validatorPython(chosen)), cwd, token);
       if (code !== 0 && !token.isCancellationRequested) {
         void vscode.window.showWarningMessage(`graphmend validate exited with ${code}; see the output.`, 'Show Logs').then((c2) => {
           if (c2 === 'Show Logs') output.show();

@@ -16,13 +16,17 @@ export function serverArgs(settings: Settings): string[] {
 
 /**
  * Command line of `graphmend validate` for a target ("path/to/model.py::factory"), used when the server
- * does not offer validation as a workspace command; `deploy` adds the deploy proof (`--deploy`).
+ * does not offer validation as a workspace command; `deploy` adds the deploy proof (`--deploy`), `python`
+ * the interpreter chosen when graphmend.validator.python is unset (interpreter.ts validatorPython).
  */
-export function validateArgs(target: string, settings: Settings, deploy = false): string[] {
+export function validateArgs(target: string, settings: Settings, deploy = false,
+                             python: string | null = settings.validatorPython): string[] {
   const args = ['validate', target];
   // The deploy proof: torch.export, an AOTInductor package and a C++ run of each arm.
   if (deploy) args.push('--deploy');
-  if (settings.validatorPython !== null) args.push('--python', settings.validatorPython);
+  // graphmend.validator.python, else the chosen interpreter (null: the server's own choice).
+  const py = settings.validatorPython ?? python;
+  if (py !== null) args.push('--python', py);
   return args;
 }
 

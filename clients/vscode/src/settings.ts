@@ -1,5 +1,7 @@
 // The extension's settings and what the server receives from them. Pure: no `vscode` import, so the
 // unit tests and the integration test (which must send exactly what the extension sends) share it.
+import { IMPORT_STRATEGIES, ImportStrategy } from './discovery';
+import { Interpreter, validatorPython } from './interpreter';
 
 export type RunMode = 'onType' | 'onSave';
 export type LogLevel = 'error' | 'warn' | 'info' | 'debug' | 'trace';
@@ -15,6 +17,7 @@ export const SCOPES: readonly Scope[] = ['compiled', 'all'];
 export interface Settings {
   path: string | null;
   args: string[];
+  importStrategy: ImportStrategy;
   validatorPython: string | null;
   select: string[];
   ignore: string[];
@@ -31,6 +34,7 @@ export interface Settings {
 export const DEFAULT_SETTINGS: Readonly<Settings> = Object.freeze({
   path: null,
   args: [],
+  importStrategy: 'fromEnvironment',
   validatorPython: null,
   select: [],
   ignore: [],
@@ -47,6 +51,7 @@ export const DEFAULT_SETTINGS: Readonly<Settings> = Object.freeze({
 export const SETTING_KEYS = [
   'path',
   'args',
+  'importStrategy',
   'validator.python',
   'select',
   'ignore',
@@ -130,6 +135,7 @@ export function readSettings(get: SettingGetter): SettingsResult {
   const settings: Settings = {
     path: nonEmptyString(get('path')),
     args: stringList('args', get('args'), warnings),
+    importStrategy: oneOf('importStrategy', get('importStrategy'), IMPORT_STRATEGIES, d.importStrategy, warnings),
     validatorPython: nonEmptyString(get('validator.python')),
     select: codeList('select', get('select'), warnings),
     ignore: codeList('ignore', get('ignore'), warnings),
@@ -165,6 +171,11 @@ export interface ServerSettings {
 export interface Environment {
   /** `vscode.workspace.isTrusted`: validation runs user code, so it is off in untrusted workspaces. */
   trusted: boolean;
+  /**
+   * The interpreter chosen for validation (interpreter.ts chooseInterpreter): sent as validator.python
+   * unless it is the default, which the server finds itself. graphmend.validator.python wins over it.
+   */
+  interpreter?: Interpreter;
 }
 
 export function serverSettings(settings: Settings, env: Environment): ServerSettings {
@@ -179,7 +190,8 @@ export function serverSettings(settings: Settings, env: Environment): ServerSett
   if (settings.select.length > 0) out.select = [...settings.select];
   if (settings.ignore.length > 0) out.ignore = [...settings.ignore];
   if (settings.scope !== null) out.scope = settings.scope;
-  if (settings.validatorPython !== null) out.validator.python = settings.validatorPython;
+  const python = settings.validatorPython ?? validatorPython(env.interpreter);
+  if (python !== null) out.validator.python = python;
   return out;
 }
 

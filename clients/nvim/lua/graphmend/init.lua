@@ -133,6 +133,17 @@ local function start_legacy(lsp_config, o, bufnr)
   vim.lsp.buf_attach_client(bufnr, id)
 end
 
+-- Buffer-local :GraphmendFixAll for a buffer graphmend attached to; the on_attach of
+-- lsp/graphmend.lua and of require('graphmend.lspconfig'), for configurations made without setup().
+-- Call it from your own on_attach if you replace theirs: on_attach = function(client, bufnr)
+-- require('graphmend').on_attach(client, bufnr) ... end.
+function M.on_attach(_, bufnr)
+  vim.api.nvim_buf_create_user_command(bufnr, 'GraphmendFixAll', function()
+    local ok, err = M.fix_all(bufnr)
+    if not ok then notify(err, vim.log.levels.ERROR) end
+  end, { desc = 'graphmend: apply every safe fix to this buffer' })
+end
+
 local function create_commands()
   vim.api.nvim_create_user_command('GraphmendFixAll', function()
     local ok, err = M.fix_all(0)

@@ -113,6 +113,18 @@ describe('activate() with the real server', () => {
   const changeSettings = (event: { affectsConfiguration(key: string): boolean }) => configListeners.forEach((l) => l(event));
   let values: Record<string, unknown> = {};
   let workspace: string;
+  // A stand-in for the Python extension (ms-python.python) with an interpreter selected.
+  let selectedPython: string;
+  const pythonListeners: (() => void)[] = [];
+  const pythonApi = {
+    environments: {
+      getActiveEnvironmentPath: () => ({ id: selectedPython, path: selectedPython }),
+      onDidChangeActiveEnvironmentPath: (listener: () => void) => {
+        pythonListeners.push(listener);
+        return { dispose: () => pythonListeners.splice(pythonListeners.indexOf(listener), 1) };
+      },
+    },
+  };
   let document: FakeDocument;
   let expectedFixed: string;
   // eslint-disable-next-line @typescript-eslint/no-explicit-any
@@ -148,6 +160,9 @@ describe('activate() with the real server', () => {
     assert.ok(fs.existsSync(serverBinary()), `no server at ${serverBinary()}: build it (make build) or set GRAPHMEND_BIN`);
     workspace = fs.mkdtempSync(path.join(os.tmpdir(), 'gm-act-'));
     values = { path: serverBinary(), 'trace.server': 'verbose' };
+    selectedPython = path.join(workspace, 'envs', 'torch', 'bin', 'python');
+    fs.mkdirSync(path.dirname(selectedPython), { recursive: true });
+    fs.writeFileSync(selectedPython, '#!/bin/sh\nexit 1\n', { mode: 0o755 });
     const file = path.join(workspace, 'model.py');
     fs.copyFileSync(fixturePath('model.py'), file);
     const reference = path.join(workspace, 'reference.py');
@@ -198,6 +213,9 @@ describe('activate() with the real server', () => {
       return { dispose: () => configListeners.splice(configListeners.indexOf(listener), 1) };
     });
     override(vscode.workspace, 'isTrusted', true);
+    override(vscode.extensions, 'getExtension', (id: string) =>
+      id === 'ms-python.python' ? { id, isActive: false, exports: undefined, activate: async () => pythonApi } : undefined,
+    );
     override(vscode.workspace, 'workspaceFolders', [
       { uri: FakeUri.file(workspace), name: path.basename(workspace), index: 0 },
     ]);
@@ -226,8 +244,28 @@ describe('activate() with the real server', () => {
     const traced = logs.find((l) => l.startsWith("trace Sending request 'initialize"));
     assert.ok(traced, 'the initialize request in the trace');
     const sent = JSON.parse(traced.slice(traced.indexOf('Params: ') + 'Params: '.length));
-    const expected = initializeParams(workspace, settingsWith({ path: serverBinary(), 'trace.server': 'verbose' }), { trusted: true });
+    const interpreter = { python: selectedPython, source: 'python extension' as const };
+    const expected = initializeParams(workspace, settingsWith({ path: serverBinary(), 'trace.server': 'verbose' }), { trusted: true, interpreter });
     assert.deepEqual(sent, JSON.parse(JSON.stringify(expected)));
+    // The interpreter selected in the Python extension runs the validator.
+    assert.equal(sent.initializationOptions.validator.python, selectedPython);
+    assert.ok(logs.includes(`info validator interpreter: ${selectedPython} (python extension)`), logs.join('\n'));
+  });
+
+  it('restarts when the Python extension selects another interpreter', async () => {
+    assert.equal(pythonListeners.length, 1, 'listens to the Python extension');
+    const other = path.join(workspace, 'envs', 'other', 'bin', 'python');
+    fs.mkdirSync(path.dirname(other), { recursive: true });
+    fs.writeFileSync(other, '#!/bin/sh\nexit 1\n', { mode: 0o755 });
+    selectedPython = other;
+    const traced = () => logs.filter((l) => l.startsWith("trace Sending request 'initialize")).length;
+    const before = traced();
+    pythonListeners[0]();
+    await until('running again', () => traced() === before + 1 && String(status.text).startsWith('$(check)'));
+    const last = logs.filter((l) => l.startsWith("trace Sending request 'initialize")).pop()!;
+    const sent = JSON.parse(last.slice(last.indexOf('Params: ') + 'Params: '.length));
+    assert.equal(sent.initializationOptions.validator.python, other);
+    assert.equal(pythonListeners.length, 1, 'one listener, also after restarts');
   });
 
   it('registers its commands', () => {

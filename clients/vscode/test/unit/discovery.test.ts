@@ -4,7 +4,8 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { describe, it } from 'node:test';
 
-import { DiscoveryInput, expandPath, findServer, isExecutableFile } from '../../src/discovery';
+import { DiscoveryInput, environmentExecutable, expandPath, findServer, isExecutableFile } from '../../src/discovery';
+import { Interpreter } from '../../src/interpreter';
 
 function input(files: string[], over: Partial<DiscoveryInput> = {}): DiscoveryInput {
   const set = new Set(files);
@@ -22,13 +23,13 @@ function input(files: string[], over: Partial<DiscoveryInput> = {}): DiscoveryIn
 
 describe('findServer', () => {
   it('prefers the setting', () => {
-    const r = findServer(input(['/opt/gm', '/ext/bin/graphmend', '/usr/bin/graphmend'], { configuredPath: '/opt/gm' }));
+    const r = findServer(input(['/opt/gm', '/ext/bundled/bin/graphmend', '/usr/bin/graphmend'], { configuredPath: '/opt/gm' }));
     assert.deepEqual(r, { ok: true, command: '/opt/gm', source: 'setting' });
   });
 
   it('then the bundled binary', () => {
-    const r = findServer(input(['/ext/bin/graphmend', '/usr/bin/graphmend']));
-    assert.deepEqual(r, { ok: true, command: '/ext/bin/graphmend', source: 'bundled' });
+    const r = findServer(input(['/ext/bundled/bin/graphmend', '/usr/bin/graphmend']));
+    assert.deepEqual(r, { ok: true, command: '/ext/bundled/bin/graphmend', source: 'bundled' });
   });
 
   it('then PATH, in order', () => {
@@ -40,12 +41,12 @@ describe('findServer', () => {
     const r = findServer(input([]));
     assert.equal(r.ok, false);
     if (r.ok) return;
-    assert.deepEqual(r.tried, ['/ext/bin/graphmend', '/usr/local/bin/graphmend', '/usr/bin/graphmend']);
+    assert.deepEqual(r.tried, ['/ext/bundled/bin/graphmend', '/usr/local/bin/graphmend', '/usr/bin/graphmend']);
     assert.match(r.message, /graphmend\.path/);
   });
 
   it('never falls back from a wrong setting', () => {
-    const r = findServer(input(['/ext/bin/graphmend'], { configuredPath: '/nope/graphmend' }));
+    const r = findServer(input(['/ext/bundled/bin/graphmend'], { configuredPath: '/nope/graphmend' }));
     assert.equal(r.ok, false);
     if (r.ok) return;
     assert.match(r.message, /"\/nope\/graphmend".*not an executable file/);
@@ -74,8 +75,70 @@ describe('findServer', () => {
   });
 
   it('finds the bundled graphmend.exe on Windows', () => {
-    const r = findServer(input(['C:\\ext\\bin\\graphmend.exe'], { platform: 'win32', extensionPath: 'C:\\ext', env: {} }));
-    assert.deepEqual(r, { ok: true, command: 'C:\\ext\\bin\\graphmend.exe', source: 'bundled' });
+    const r = findServer(input(['C:\\ext\\bundled\\bin\\graphmend.exe'], { platform: 'win32', extensionPath: 'C:\\ext', env: {} }));
+    assert.deepEqual(r, { ok: true, command: 'C:\\ext\\bundled\\bin\\graphmend.exe', source: 'bundled' });
+  });
+});
+
+describe('findServer with graphmend.importStrategy', () => {
+  const venv: Interpreter = { python: '/ws/.venv/bin/python', source: 'workspace venv' };
+  const all = ['/ws/.venv/bin/graphmend', '/ext/bundled/bin/graphmend', '/usr/bin/graphmend'];
+
+  it('fromEnvironment (the default) takes the graphmend next to the interpreter first', () => {
+    assert.deepEqual(findServer(input(all, { interpreter: venv })), { ok: true, command: '/ws/.venv/bin/graphmend', source: 'environment' });
+    assert.deepEqual(findServer(input(all, { interpreter: venv, importStrategy: 'fromEnvironment' })),
+      { ok: true, command: '/ws/.venv/bin/graphmend', source: 'environment' });
+  });
+
+  it('fromEnvironment falls back to the bundled binary, then PATH', () => {
+    const noEnv = findServer(input(['/ext/bundled/bin/graphmend', '/usr/bin/graphmend'], { interpreter: venv }));
+    assert.deepEqual(noEnv, { ok: true, command: '/ext/bundled/bin/graphmend', source: 'bundled' });
+    const r = findServer(input([], { interpreter: venv }));
+    assert.equal(r.ok, false);
+    if (r.ok) return;
+    assert.deepEqual(r.tried, ['/ws/.venv/bin/graphmend', '/ext/bundled/bin/graphmend', '/usr/local/bin/graphmend', '/usr/bin/graphmend']);
+  });
+
+  it('uses the Python extension\'s interpreter and the setting alike', () => {
+    const picked: Interpreter = { python: '/home/u/envs/t/bin/python3.11', source: 'python extension' };
+    assert.deepEqual(findServer(input(['/home/u/envs/t/bin/graphmend', ...all], { interpreter: picked })),
+      { ok: true, command: '/home/u/envs/t/bin/graphmend', source: 'environment' });
+    const set: Interpreter = { python: '~/envs/t/bin/python', source: 'setting' };
+    assert.deepEqual(findServer(input(['/home/u/envs/t/bin/graphmend', ...all], { interpreter: set })),
+      { ok: true, command: '/home/u/envs/t/bin/graphmend', source: 'environment' });
+  });
+
+  it('does not look next to the default python3', () => {
+    const r = findServer(input(all, { interpreter: { python: 'python3', source: 'default' } }));
+    assert.deepEqual(r, { ok: true, command: '/ext/bundled/bin/graphmend', source: 'bundled' });
+  });
+
+  it('useBundled always takes the bundled binary, and never another one', () => {
+    assert.deepEqual(findServer(input(all, { interpreter: venv, importStrategy: 'useBundled' })),
+      { ok: true, command: '/ext/bundled/bin/graphmend', source: 'bundled' });
+    const r = findServer(input(['/ws/.venv/bin/graphmend', '/usr/bin/graphmend'], { interpreter: venv, importStrategy: 'useBundled' }));
+    assert.equal(r.ok, false);
+    if (r.ok) return;
+    assert.deepEqual(r.tried, ['/ext/bundled/bin/graphmend']);
+    assert.match(r.message, /importStrategy is "useBundled", but this extension carries no bundled server/);
+  });
+
+  it('graphmend.path still wins', () => {
+    for (const importStrategy of ['fromEnvironment', 'useBundled'] as const) {
+      assert.deepEqual(findServer(input(['/opt/gm', ...all], { configuredPath: '/opt/gm', interpreter: venv, importStrategy })),
+        { ok: true, command: '/opt/gm', source: 'setting' });
+    }
+  });
+
+  it('does not run the environment\'s graphmend in an untrusted workspace', () => {
+    assert.deepEqual(findServer(input(all, { interpreter: venv, trusted: false })),
+      { ok: true, command: '/ext/bundled/bin/graphmend', source: 'bundled' });
+  });
+
+  it('puts graphmend.exe next to python.exe on Windows', () => {
+    const win = input([], { platform: 'win32', extensionPath: 'C:\\ext', workspaceFolders: ['C:\\ws'], env: {} });
+    assert.equal(environmentExecutable({ python: 'C:\\ws\\.venv\\Scripts\\python.exe', source: 'workspace venv' }, win),
+      'C:\\ws\\.venv\\Scripts\\graphmend.exe');
   });
 });
 

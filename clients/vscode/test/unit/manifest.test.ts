@@ -5,6 +5,7 @@ import * as path from 'node:path';
 import { describe, it } from 'node:test';
 
 import { EXTENSION_ROOT, manifest } from '../paths';
+import { IMPORT_STRATEGIES } from '../../src/discovery';
 import {
   DEFAULT_SETTINGS,
   LOG_LEVELS,
@@ -39,6 +40,7 @@ describe('package.json settings', () => {
     assert.deepEqual(properties['graphmend.logLevel'].enum, LOG_LEVELS);
     assert.deepEqual(properties['graphmend.trace.server'].enum, TRACE_LEVELS);
     assert.deepEqual(properties['graphmend.scope'].enum, [...SCOPES, null]);
+    assert.deepEqual(properties['graphmend.importStrategy'].enum, IMPORT_STRATEGIES);
   });
 
   it('restricts the settings that name programs in untrusted workspaces', () => {

@@ -1,7 +1,8 @@
-// `npm run package` builds a .vsix with the bundled extension (and a bundled server when asked), and
-// the extension in it loads and exports activate/deactivate.
+// `npm run package` builds the universal .vsix: the bundled extension without a server (the
+// platform package with the server, `npm run package:linux-x64` / `make vsix`, is checked in
+// test/integration/vsix.test.ts), and the extension in it loads and exports activate/deactivate.
 import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
+import { execFileSync, spawnSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
@@ -16,7 +17,6 @@ const npm = process.platform === 'win32' ? 'npm.cmd' : 'npm';
 describe('npm run package', { skip: process.platform === 'win32' }, () => {
   let work: string;
   let entries: Map<string, ZipEntry>;
-  const fakeServer = '#!/bin/sh\necho graphmend-test-server\n';
 
   before(() => {
     work = fs.mkdtempSync(path.join(os.tmpdir(), 'gm-vsix-'));
@@ -25,13 +25,12 @@ describe('npm run package', { skip: process.platform === 'win32' }, () => {
       fs.cpSync(path.join(EXTENSION_ROOT, item), path.join(work, item), { recursive: true });
     }
     fs.symlinkSync(path.join(EXTENSION_ROOT, 'node_modules'), path.join(work, 'node_modules'), 'dir');
-    const server = path.join(work, 'fake-graphmend');
-    fs.writeFileSync(server, fakeServer, { mode: 0o755 });
-    execFileSync(npm, ['run', '-s', 'package'], {
-      cwd: work,
-      env: { ...process.env, GRAPHMEND_BUNDLE: server },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
+    // A stale staging folder of an earlier platform package must not end up in this one.
+    fs.mkdirSync(path.join(work, 'bundled', 'bin'), { recursive: true });
+    fs.writeFileSync(path.join(work, 'bundled', 'bin', 'graphmend'), 'stale', { mode: 0o755 });
+    const env = { ...process.env };
+    delete env.GRAPHMEND_BUNDLE;
+    execFileSync(npm, ['run', '-s', 'package'], { cwd: work, env, stdio: ['ignore', 'pipe', 'pipe'] });
     entries = readZip(fs.readFileSync(path.join(work, 'graphmend.vsix')));
   });
 
@@ -39,20 +38,24 @@ describe('npm run package', { skip: process.platform === 'win32' }, () => {
     if (work) fs.rmSync(work, { recursive: true, force: true });
   });
 
-  it('contains the bundle, the manifest, the README and the server, and nothing else', () => {
+  it('contains the bundle, the manifest and the README, and nothing else', () => {
     const files = [...entries.keys()].filter((n) => n.startsWith('extension/')).sort();
-    assert.deepEqual(files, [
-      'extension/bin/graphmend',
-      'extension/dist/extension.js',
-      'extension/package.json',
-      'extension/readme.md',
-    ]);
+    assert.deepEqual(files, ['extension/dist/extension.js', 'extension/package.json', 'extension/readme.md']);
   });
 
-  it('keeps the bundled server executable', () => {
-    const server = entries.get('extension/bin/graphmend')!;
-    assert.equal(server.read().toString(), fakeServer);
-    assert.equal(server.mode & 0o111, 0o111, `mode ${server.mode.toString(8)}`);
+  it('declares no target platform', () => {
+    const vsixManifest = entries.get('extension.vsixmanifest')!.read().toString();
+    assert.doesNotMatch(vsixManifest, /TargetPlatform=/);
+  });
+
+  it('refuses to put a server into the universal package', () => {
+    const r = spawnSync(npm, ['run', '-s', 'package'], {
+      cwd: work,
+      env: { ...process.env, GRAPHMEND_BUNDLE: path.join(work, 'package.json') },
+      encoding: 'utf8',
+    });
+    assert.notEqual(r.status, 0);
+    assert.match(r.stderr, /a bundled server needs a platform package \(npm run package:linux-x64, or make vsix\)/);
   });
 
   it('bundles vscode-languageclient and leaves only vscode external', () => {

@@ -30,6 +30,7 @@ describe('readSettings', () => {
       reader({
         path: ' /opt/graphmend/bin/graphmend ',
         args: ['--log-file', '/tmp/gm.log'],
+        importStrategy: 'useBundled',
         'validator.python': '/venv/bin/python',
         select: ['GM1', 'gm201'],
         ignore: ['GM105'],
@@ -46,6 +47,7 @@ describe('readSettings', () => {
     assert.deepEqual(settings, {
       path: '/opt/graphmend/bin/graphmend',
       args: ['--log-file', '/tmp/gm.log'],
+      importStrategy: 'useBundled',
       validatorPython: '/venv/bin/python',
       select: ['GM1', 'GM201'],
       ignore: ['GM105'],
@@ -79,6 +81,14 @@ describe('readSettings', () => {
     assert.ok(warnings.some((w) => w.includes('graphmend.run') && w.includes('onType, onSave')));
     assert.ok(warnings.some((w) => w.includes('"E501"')));
     assert.ok(warnings.some((w) => w.includes('graphmend.args')));
+  });
+
+  it('checks graphmend.importStrategy', () => {
+    assert.equal(readSettings(reader({})).settings.importStrategy, 'fromEnvironment');
+    assert.equal(readSettings(reader({ importStrategy: 'useBundled' })).settings.importStrategy, 'useBundled');
+    const { settings, warnings } = readSettings(reader({ importStrategy: 'fromPath' }));
+    assert.equal(settings.importStrategy, 'fromEnvironment');
+    assert.deepEqual(warnings, ['graphmend.importStrategy must be one of fromEnvironment, useBundled; using fromEnvironment']);
   });
 
   it('deduplicates codes', () => {
@@ -137,6 +147,16 @@ describe('serverSettings', () => {
 
   it('is what initializationOptions sends', () => {
     assert.deepEqual(initializationOptions(DEFAULT_SETTINGS, { trusted: false }), serverSettings(DEFAULT_SETTINGS, { trusted: false }));
+  });
+
+  it('sends the chosen interpreter as validator.python, unless it is the default or the setting is set', () => {
+    const venv = { python: '/ws/.venv/bin/python', source: 'workspace venv' as const };
+    assert.deepEqual(serverSettings(DEFAULT_SETTINGS, { trusted: true, interpreter: venv }).validator, { python: '/ws/.venv/bin/python' });
+    const picked = { python: '/envs/t/bin/python', source: 'python extension' as const };
+    assert.deepEqual(serverSettings(DEFAULT_SETTINGS, { trusted: true, interpreter: picked }).validator, { python: '/envs/t/bin/python' });
+    assert.deepEqual(serverSettings(DEFAULT_SETTINGS, { trusted: true, interpreter: { python: 'python3', source: 'default' } }).validator, {});
+    const set = { ...DEFAULT_SETTINGS, validatorPython: '/mine/python' };
+    assert.deepEqual(serverSettings(set, { trusted: true, interpreter: picked }).validator, { python: '/mine/python' });
   });
 
   it('does not share arrays with the settings', () => {
