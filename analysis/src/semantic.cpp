@@ -801,7 +801,7 @@ void SemanticModel::infer_locals(FunctionInfo& fn) {
     if (it == fn.locals.end() || it->second == ValueKind::Unknown) fn.locals[name] = kind;
   });
 
-  auto assign = [&](TSNode target, ValueKind kind) {
+  std::function<void(TSNode, ValueKind)> assign = [&](TSNode target, ValueKind kind) {
     target = unparenthesize(target);
     if (is_type(target, "identifier")) {
       std::string name = text_of(document_, target);
@@ -809,14 +809,13 @@ void SemanticModel::infer_locals(FunctionInfo& fn) {
       fn.locals[name] = it == fn.locals.end() ? kind : merge(it->second, kind);
     } else if (is_type(target, "pattern_list") || is_type(target, "tuple_pattern") ||
                is_type(target, "list_pattern")) {
-      // Unpacking a tensor (chunk, split, module outputs) gives tensors; unpacking shapes gives ints.
+      // Unpacking a tensor (chunk, split, module outputs, the rows of a tensor) gives tensors, nested
+      // patterns included (`for h, w in shapes`); unpacking shapes gives ints.
       ValueKind each = (kind == ValueKind::Tensor || kind == ValueKind::Static) ? kind : ValueKind::Unknown;
       for_each_named_child(target, [&](TSNode t) {
-        if (is_type(t, "identifier")) {
-          std::string name = text_of(document_, t);
-          auto it = fn.locals.find(name);
-          fn.locals[name] = it == fn.locals.end() ? each : merge(it->second, each);
-        }
+        if (is_type(t, "identifier") || is_type(t, "tuple_pattern") || is_type(t, "list_pattern") ||
+            is_type(t, "parenthesized_expression"))
+          assign(t, each);
       });
     }
   };
@@ -844,10 +843,22 @@ void SemanticModel::infer_locals(FunctionInfo& fn) {
     } else if (t == "for_statement") {
       TSNode right = unparenthesize(field(node, "right"));
       ValueKind kind = ValueKind::Unknown;
+      TSNode left = unparenthesize(field(node, "left"));
+      if (is_type(right, "call") && text_of(document_, field(right, "function")) == "enumerate" &&
+          ts_node_named_child_count(field(right, "arguments")) == 1 &&
+          (is_type(left, "pattern_list") || is_type(left, "tuple_pattern")) && ts_node_named_child_count(left) == 2) {
+        // `for i, row in enumerate(t)`: a Python int counter and the rows of `t`.
+        TSNode iterated = ts_node_named_child(field(right, "arguments"), 0);
+        const ValueKind rows = kind_of(iterated, fn);
+        assign(ts_node_named_child(left, 0), ValueKind::Static);
+        assign(ts_node_named_child(left, 1), rows == ValueKind::Tensor || rows == ValueKind::Module ? rows
+                                                                                                   : ValueKind::Unknown);
+        return;
+      }
       if (is_type(right, "call") && text_of(document_, field(right, "function")) == "range") kind = ValueKind::Static;
       else if (kind_of(right, fn) == ValueKind::Module) kind = ValueKind::Module;
       else if (kind_of(right, fn) == ValueKind::Tensor) kind = ValueKind::Tensor;
-      assign(field(node, "left"), kind);
+      assign(left, kind);
     } else if (t == "return_statement") {
       if (ts_node_named_child_count(node) == 0) return;
       ValueKind k = kind_of(ts_node_named_child(node, 0), fn);

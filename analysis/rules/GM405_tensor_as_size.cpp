@@ -1,0 +1,175 @@
+// GM405: a tensor where Python needs an int: slice bounds, sizes, counts, `range()`.
+#include <algorithm>
+#include <array>
+#include <string_view>
+
+#include "rule.h"
+
+namespace graphmend {
+namespace {
+
+template <typename Fn>
+void each_named_child(TSNode node, Fn&& fn) {
+  const uint32_t n = ts_node_named_child_count(node);
+  for (uint32_t i = 0; i < n; ++i) fn(ts_node_named_child(node, i));
+}
+
+const RuleInfo kInfo{
+    .code = "GM405",
+    .name = "tensor-as-size",
+    .family = "tensor to Python",
+    .summary = "A tensor used as a slice bound, size, count or `range()` bound",
+    .explanation =
+        "Slice bounds, sizes (`view`, `reshape`, `expand`, `repeat`, `torch.zeros`, ...), counts (`torch.linspace` "
+        "steps, `topk`'s k, `split` sizes, `narrow`'s start and length) and `range()` need a Python int. Given a "
+        "tensor (a reduction such as `mask.sum()`, or a row of a shapes tensor in `for h, w in shapes:`), Dynamo must "
+        "read its value, which it does not have while tracing: it breaks the graph (\"Data dependent operator\", or "
+        "`Tensor.item()` for slice bounds).",
+    .registry_id = "GB0033",
+    .fix_summary =
+        "No automatic fix: keep sizes as Python ints (shapes from `.shape`/`.size()`, lengths known in advance), or "
+        "index densely with masks instead of slicing by a computed bound.",
+    .example_bad = "for h, w in spatial_shapes:\n    grid = torch.linspace(0.5, h - 0.5, h)",
+    .example_good =
+        "for h, w in spatial_shapes_list:   # a list of Python ints\n    grid = torch.linspace(0.5, h - 0.5, h)",
+    .fixable = false,
+};
+
+// Tensor methods whose listed positional arguments (all of them with kAll) are sizes or counts.
+constexpr int kAll = -1;
+struct SizedMethod {
+  std::string_view name;
+  std::array<int, 2> positions;  // kAll, or up to two argument indices (-2: unused)
+};
+constexpr SizedMethod kMethods[] = {
+    {"view", {kAll, -2}},      {"reshape", {kAll, -2}},  {"expand", {kAll, -2}},    {"repeat", {kAll, -2}},
+    {"new_zeros", {kAll, -2}}, {"new_ones", {kAll, -2}}, {"new_empty", {kAll, -2}}, {"new_full", {0, -2}},
+    {"narrow", {1, 2}},        {"split", {0, -2}},       {"topk", {0, -2}},
+};
+
+// torch functions: the same, with the tensor itself as argument 0 where the function takes one.
+struct SizedFunction {
+  std::string_view name;
+  std::array<int, 2> positions;
+  std::string_view keyword;  // a keyword spelling of the size argument, or ""
+};
+constexpr SizedFunction kFunctions[] = {
+    {"torch.zeros", {kAll, -2}, "size"},
+    {"torch.ones", {kAll, -2}, "size"},
+    {"torch.empty", {kAll, -2}, "size"},
+    {"torch.rand", {kAll, -2}, "size"},
+    {"torch.randn", {kAll, -2}, "size"},
+    {"torch.full", {0, -2}, "size"},
+    {"torch.arange", {kAll, -2}, "end"},
+    {"torch.linspace", {2, -2}, "steps"},
+    {"torch.logspace", {2, -2}, "steps"},
+    {"torch.narrow", {2, 3}, "start"},
+    {"torch.split", {1, -2}, "split_size_or_sections"},
+    {"torch.topk", {1, -2}, "k"},
+};
+
+// A tensor size that Dynamo must read. A parameter passed straight through is not one: when it is
+// an input of the frame being traced (the entry, or the frame resumed after a break) Dynamo
+// specialises on its value (checked on 2.13: `torch.zeros(n)` with an input `n` compiles, `n + 1`
+// breaks), and which frame a helper's parameter lands in depends on where breaks fall.
+bool breaking_size(const RuleContext& ctx, TSNode arg, const FunctionInfo& fn) {
+  if (ctx.model.kind_of(arg, fn) != ValueKind::Tensor) return false;
+  if (!is_type(arg, "identifier")) return true;
+  const std::string name = ctx.text(arg);
+  return std::find(fn.params.begin(), fn.params.end(), name) == fn.params.end();
+}
+
+// The first tensor-valued size in `arg`: itself, or an element of a tuple/list literal of sizes.
+TSNode tensor_size(const RuleContext& ctx, TSNode arg, const FunctionInfo& fn) {
+  arg = unparenthesize(arg);
+  if (is_type(arg, "tuple") || is_type(arg, "list")) {
+    TSNode found{};
+    each_named_child(arg, [&](TSNode element) {
+      if (ts_node_is_null(found) && breaking_size(ctx, unparenthesize(element), fn)) found = element;
+    });
+    return found;
+  }
+  return breaking_size(ctx, arg, fn) ? arg : TSNode{};
+}
+
+// The first tensor among the call's size arguments (positional `positions`, or `keyword`).
+TSNode tensor_argument(const RuleContext& ctx, TSNode call, const FunctionInfo& fn, std::array<int, 2> positions,
+                       std::string_view keyword) {
+  TSNode found{};
+  int index = 0;
+  each_named_child(field(call, "arguments"), [&](TSNode arg) {
+    if (!ts_node_is_null(found)) return;
+    if (is_type(arg, "keyword_argument")) {
+      if (!keyword.empty() && ctx.text(field(arg, "name")) == keyword)
+        found = tensor_size(ctx, field(arg, "value"), fn);
+      return;
+    }
+    if (is_type(arg, "list_splat") || is_type(arg, "dictionary_splat")) return;
+    const bool wanted = positions[0] == kAll || positions[0] == index || positions[1] == index;
+    ++index;
+    if (wanted) found = tensor_size(ctx, arg, fn);
+  });
+  return found;
+}
+
+void report(RuleContext& ctx, const Visit& v, TSNode where, const std::string& what) {
+  ctx.report(kInfo, node_range(where),
+             "A tensor is used as " + what + ": Dynamo must read its value as a Python int, and breaks the graph here.",
+             v);
+}
+
+void check_call(RuleContext& ctx, const Visit& v) {
+  TSNode callee = unparenthesize(field(v.node, "function"));
+  if (is_type(callee, "identifier") && ctx.text(callee) == "range") {
+    // range() calls __index__ on any tensor, a frame input included.
+    TSNode found{};
+    each_named_child(field(v.node, "arguments"), [&](TSNode arg) {
+      if (ts_node_is_null(found) && ctx.model.kind_of(arg, v.function) == ValueKind::Tensor) found = arg;
+    });
+    if (!ts_node_is_null(found)) report(ctx, v, found, "a `range()` bound");
+    return;
+  }
+  if (const std::string method = tensor_method(ctx, v.node, v.function); !method.empty()) {
+    for (const SizedMethod& m : kMethods) {
+      if (m.name != method) continue;
+      TSNode found = tensor_argument(ctx, v.node, v.function, m.positions, "");
+      if (!ts_node_is_null(found)) report(ctx, v, found, "an argument of `." + method + "()` that must be an int");
+      return;
+    }
+  }
+  const std::string qualified = callee_qualified(ctx, v.node);
+  for (const SizedFunction& f : kFunctions) {
+    if (f.name != qualified) continue;
+    TSNode found = tensor_argument(ctx, v.node, v.function, f.positions, f.keyword);
+    if (!ts_node_is_null(found)) report(ctx, v, found, "an argument of `" + qualified + "()` that must be an int");
+    return;
+  }
+}
+
+// `x[a:b]` with a tensor bound: slicing calls the bound's __index__, which reads its value.
+void check_slice(RuleContext& ctx, const Visit& v) {
+  TSNode found{};
+  each_named_child(v.node, [&](TSNode bound) {
+    if (ts_node_is_null(found) && !is_type(bound, "comment") &&
+        ctx.model.kind_of(bound, v.function) == ValueKind::Tensor)
+      found = bound;
+  });
+  if (!ts_node_is_null(found)) report(ctx, v, found, "a slice bound");
+}
+
+void check(RuleContext& ctx, const Visit& v) {
+  if (is_type(v.node, "slice")) {
+    check_slice(ctx, v);
+  } else {
+    check_call(ctx, v);
+  }
+}
+
+}  // namespace
+
+const Rule& rule_GM405() {
+  static const Rule rule{&kInfo, {"call", "slice"}, check};
+  return rule;
+}
+
+}  // namespace graphmend
