@@ -5,7 +5,7 @@ JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
 PY := .venv/bin/python
 
-.PHONY: all setup build demo test unit oracle bench fuzz docs registry format clean distclean
+.PHONY: all setup build demo test unit oracle bench fuzz docs registry format dist test-wheel clean distclean
 
 all: build
 
@@ -36,6 +36,27 @@ docs: build
 registry: setup
 	$(PY) scripts/gen_registry.py analysis/generated/dynamo_registry.inc
 
+# The pip wheel (pyproject.toml: scikit-build-core, GRAPHMEND_PORTABLE) in dist/, tagged manylinux_2_X for the
+# glibc it is built against, then checked by auditwheel (docs/install.md). DIST_FLAGS: extra pip options.
+DIST_PLAT = $(shell $(PY) -c 'import platform; v = platform.libc_ver()[1].split("."); \
+                               print(f"manylinux_{v[0]}_{v[1]}_{platform.machine()}")')
+DIST_FLAGS ?=
+AUDITWHEEL := .cache/auditwheel/bin/auditwheel
+dist: setup $(AUDITWHEEL)
+	rm -rf build-wheel/out
+	_PYTHON_HOST_PLATFORM=$(DIST_PLAT) CMAKE_BUILD_PARALLEL_LEVEL=$(JOBS) \
+	  $(PY) -m pip wheel . -w build-wheel/out --no-deps --disable-pip-version-check $(DIST_FLAGS)
+	mkdir -p dist && rm -f dist/graphmend-*.whl && mv build-wheel/out/graphmend-*.whl dist/
+	$(AUDITWHEEL) show dist/graphmend-*.whl
+
+$(AUDITWHEEL):
+	python3 -m venv .cache/auditwheel
+	.cache/auditwheel/bin/pip install -q --disable-pip-version-check auditwheel==6.8.2
+
+# Installs dist/'s wheel (building it first when stale) into a fresh venv and runs it from outside the checkout.
+test-wheel: setup
+	@bash scripts/test-wheel.sh
+
 # Debian ships clang-format versioned (clang-format-14 on Debian 12).
 CLANG_FORMAT ?= $(shell command -v clang-format || ls /usr/bin/clang-format-[0-9]* 2>/dev/null | sort -V | tail -n 1)
 format:
@@ -45,4 +66,13 @@ clean:
 	rm -rf $(BUILD_DIR)
 
 distclean: clean
-	rm -rf .venv .cache
+	rm -rf .venv .cache build-wheel dist
+
+# The VS Code extension for linux-x64 (clients/vscode/graphmend-linux-x64.vsix), with the server
+# ($GRAPHMEND_VSIX_BINARY, else $(BUILD_DIR)/graphmend; a stripped copy), the validator and the rule pages.
+.PHONY: vsix
+vsix: VSIX_BINARY = $(abspath $(or $(GRAPHMEND_VSIX_BINARY),$(BUILD_DIR)/graphmend))
+vsix:
+	@test -x "$(VSIX_BINARY)" || { echo "vsix: no server at $(VSIX_BINARY): run make build, or set GRAPHMEND_VSIX_BINARY" >&2; exit 1; }
+	cd clients/vscode && { [ -d node_modules ] || npm ci --no-audit --no-fund; } && \
+	  GRAPHMEND_BUNDLE="$(VSIX_BINARY)" npm run -s package:linux-x64

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Every test: C++ unit and transcript tests (ctest), then the Python suites (oracle, validator, bench
-# harness, editor end-to-end) under pytest with the project's .venv, then the VS Code client's tests.
+# harness, editor end-to-end) under pytest with the project's .venv, then the pip wheel installed in a fresh
+# venv (scripts/test-wheel.sh; GRAPHMEND_SKIP_WHEEL=1 skips it), then the VS Code client's tests.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$root"
@@ -16,6 +17,11 @@ bash "$root/scripts/fuzz.sh" 2000 45
 
 echo "== pytest"
 "$root/.venv/bin/python" -m pytest -q -p no:cacheprovider tests
+
+if [ "${GRAPHMEND_SKIP_WHEEL:-0}" != 1 ]; then
+  echo "== wheel (make dist when stale, pip install into a fresh venv, run it outside the checkout)"
+  bash "$root/scripts/test-wheel.sh"
+fi
 
 if [ -f "$root/clients/vscode/package.json" ]; then
   echo "== vscode client"

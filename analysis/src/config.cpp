@@ -81,6 +81,15 @@ Config load_pyproject(const std::filesystem::path& pyproject) {
     }
     config.scope = *s == "all" ? Scope::All : Scope::Compiled;
   }
+  if (auto* n = gm->get("docs-url")) {
+    auto s = n->value<std::string>();
+    if (!s || s->empty()) {
+      const auto& src = n->source();
+      throw ConfigError(pyproject.string() + ":" + std::to_string(src.begin.line) + ":" +
+                        std::to_string(src.begin.column) + ": [tool.graphmend] docs-url must be a non-empty string");
+    }
+    config.docs_url = *s;
+  }
   if (auto* pfi = gm->get("per-file-ignores")) {
     const toml::table* t = pfi->as_table();
     if (!t) {

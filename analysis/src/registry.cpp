@@ -44,11 +44,6 @@ const RuleInfo* find_rule(std::string_view code) {
   return nullptr;
 }
 
-std::string rule_url(const RuleInfo& rule) {
-  // The rule's page in this installation's docs (generated from the same metadata by `make docs`).
-  return std::string("file://") + GRAPHMEND_DOCS_DIR + "/rules/" + std::string(rule.code) + ".md";
-}
-
 std::string_view to_string(Applicability applicability) {
   switch (applicability) {
     case Applicability::Safe: return "safe";

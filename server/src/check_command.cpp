@@ -262,6 +262,7 @@ Outcome check_one(const fs::path& path, const std::optional<std::string>& stdin_
   try {
     config = configs.for_file(path);
     config.traced_from_workspace = traced_from_workspace;
+    out.report.docs_url = config.docs_url;
   } catch (const ConfigError& e) {
     out.error = e.what();
     return out;

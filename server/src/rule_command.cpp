@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "commands.h"
+#include "graphmend/analysis/config.h"
 #include "graphmend/analysis/finding.h"
 
 namespace graphmend::cli {
@@ -61,6 +62,19 @@ int write_docs(const std::filesystem::path& dir) {
   return 0;
 }
 
+// The `docs-url` of the pyproject.toml that `graphmend check` would use here, for the rules' links.
+std::string configured_docs_url() {
+  std::error_code ec;
+  const std::filesystem::path here = std::filesystem::current_path(ec);
+  if (ec) return {};
+  try {
+    if (auto pyproject = find_pyproject(here)) return load_pyproject(*pyproject).docs_url;
+  } catch (const std::exception& e) {
+    std::cerr << "warning: " << e.what() << " (rule links ignore this configuration)\n";
+  }
+  return {};
+}
+
 }  // namespace
 
 int run_rule(const std::vector<std::string>& args) {
@@ -84,6 +98,7 @@ int run_rule(const std::vector<std::string>& args) {
     return 2;
   }
   nlohmann::json arr = nlohmann::json::array();
+  const std::string docs_url = json ? configured_docs_url() : std::string();
   for (const auto& c : codes) {
     const RuleInfo* r = find_rule(c);
     if (!r) {
@@ -91,9 +106,18 @@ int run_rule(const std::vector<std::string>& args) {
       return 2;
     }
     if (json) {
-      arr.push_back({{"code", r->code}, {"name", r->name}, {"family", r->family}, {"summary", r->summary},
-                     {"explanation", r->explanation}, {"dynamo_registry_id", r->registry_id},
-                     {"fix", r->fix_summary}, {"fix_safety", r->fix_safety}, {"fixable", r->fixable}, {"url", rule_url(*r)}});
+      arr.push_back({{"code", r->code},
+                     {"name", r->name},
+                     {"family", r->family},
+                     {"summary", r->summary},
+                     {"explanation", r->explanation},
+                     {"dynamo_registry_id", r->registry_id},
+                     {"fix", r->fix_summary},
+                     {"fix_safety", r->fix_safety},
+                     {"fixable", r->fixable},
+                     {"url", nullptr}});
+      // The page's link (docs/check.md, "Rule links"), null when there is none.
+      if (std::string url = rule_url(*r, docs_url); !url.empty()) arr.back()["url"] = url;
     } else {
       std::cout << rule_markdown(*r) << (codes.size() > 1 ? "\n" : "");
     }

@@ -44,7 +44,13 @@ TEST_CASE("features: a finding becomes a diagnostic with code, link, related inf
   CHECK(d["code"] == "GM201");
   CHECK(d["source"] == "graphmend");
   CHECK(d["severity"] == 2);
-  CHECK(d["codeDescription"]["href"] == rule_url(kRule));
+  if (rule_url(kRule).empty()) {
+    CHECK_FALSE(d.contains("codeDescription"));  // no page anywhere: no link rather than a dead one
+  } else {
+    CHECK(d["codeDescription"]["href"] == rule_url(kRule));
+  }
+  CHECK(to_diagnostic(finding, lines, PositionEncoding::Utf16, "file:///m.py", 3,
+                      "https://example.org/rules")["codeDescription"]["href"] == "https://example.org/rules/GM201.md");
   CHECK(d["range"]["start"] == json{{"line", 1}, {"character", 4}});
   // "é" is one UTF-16 unit but two bytes.
   CHECK(d["range"]["end"] == json{{"line", 1}, {"character", 17}});
@@ -78,7 +84,11 @@ TEST_CASE("features: hover shows the explanation, the registry entry and the fix
   CHECK(md.find("**Dynamo graph break** [GB0059]") != std::string::npos);
   CHECK(md.find("inside a loop") != std::string::npos);
   CHECK(md.find("**No automatic fix**: no reason at all") != std::string::npos);
-  CHECK(md.find("[GM201 documentation](" + rule_url(kRule) + ")") != std::string::npos);
+  if (!rule_url(kRule).empty()) {
+    CHECK(md.find("[GM201 documentation](" + rule_url(kRule) + ")") != std::string::npos);
+  }
+  CHECK(hover_markdown(finding, text, lines, "https://example.org/r/")
+            .find("[GM201 documentation](https://example.org/r/GM201.md)") != std::string::npos);
 
   const auto start = static_cast<uint32_t>(text.find("print(x)"));
   finding.fix = Fix{"Defer it", Applicability::Unsafe, {{{start, start + 8}, "deferred(x)"}}};
@@ -242,5 +252,16 @@ TEST_CASE("features: diff_edits on random line edits always reproduces the targe
     for (std::size_t i = 1; i < edits.size(); ++i) {
       CHECK(edits[i - 1].range.end < edits[i].range.start);
     }
+  }
+}
+
+TEST_CASE("features: rule links join a configured base URL, with or without its trailing slash") {
+  CHECK(rule_url(kRule, "https://example.org/graphmend/rules/") == "https://example.org/graphmend/rules/GM201.md");
+  CHECK(rule_url(kRule, "https://example.org/graphmend/rules") == "https://example.org/graphmend/rules/GM201.md");
+  // Without one: the page found at run time (this runner sits in the build tree), never a page that is not there.
+  const std::string url = rule_url(kRule);
+  if (!url.empty()) {
+    CHECK(url.ends_with("/rules/GM201.md"));
+    if (url.starts_with("file://")) CHECK(url == "file://" + (docs_dir()->generic_string() + "/rules/GM201.md"));
   }
 }

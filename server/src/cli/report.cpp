@@ -2,6 +2,8 @@
 
 #include <map>
 
+#include "commands.h"
+
 namespace graphmend::cli {
 using nlohmann::json;
 
@@ -30,17 +32,7 @@ std::string escape_github(std::string s, bool property) {
 std::string file_uri(const std::string& path) {
   std::error_code ec;
   auto abs = std::filesystem::absolute(path, ec);
-  std::string p = ec ? path : abs.generic_string();
-  std::string out = "file://";
-  for (unsigned char c : p) {
-    if (std::isalnum(c) || c == '/' || c == '-' || c == '_' || c == '.' || c == '~') out += static_cast<char>(c);
-    else {
-      char buf[4];
-      std::snprintf(buf, sizeof buf, "%%%02X", c);
-      out += buf;
-    }
-  }
-  return out;
+  return file_url(ec ? std::filesystem::path(path) : abs);
 }
 
 void write_text_snippet(std::ostream& out, const std::string& text, const LineIndex& lines, const Finding& f) {
@@ -72,6 +64,7 @@ json finding_to_ruff_json(const FileReport& file, const LineIndex& lines, const 
   std::error_code ec;
   auto abs = std::filesystem::absolute(file.path, ec);
   const RegistryEntry* entry = find_registry_entry(f.rule->registry_id);
+  const std::string url = rule_url(*f.rule, file.docs_url);  // none: null, as for a syntax error
   json related = json::array();
   for (const auto& r : f.related) {
     related.push_back({{"message", r.message},
@@ -85,7 +78,7 @@ json finding_to_ruff_json(const FileReport& file, const LineIndex& lines, const 
           {"location", loc_json(location_of(lines, f.range.start))},
           {"end_location", loc_json(location_of(lines, f.range.end))},
           {"fix", fix},
-          {"url", rule_url(*f.rule)},
+          {"url", url.empty() ? json(nullptr) : json(url)},
           {"noqa_row", lines.line_of(f.range.start) + 1},
           {"graphmend",
            {{"rule", std::string(f.rule->name)},
@@ -119,15 +112,26 @@ void write_report(std::ostream& out, OutputFormat format, const std::vector<File
     return;
   }
   if (format == OutputFormat::Sarif) {
+    // One rules table for the run: links follow the first checked file's `docs-url`, if any.
+    std::string docs_url;
+    for (const auto& file : files) {
+      if (!file.docs_url.empty()) {
+        docs_url = file.docs_url;
+        break;
+      }
+    }
     json rules = json::array();
     for (const RuleInfo* r : all_rules()) {
-      rules.push_back({{"id", std::string(r->code)},
-                       {"name", std::string(r->name)},
-                       {"shortDescription", {{"text", std::string(r->summary)}}},
-                       {"fullDescription", {{"text", std::string(r->explanation)}}},
-                       {"helpUri", rule_url(*r)},
-                       {"properties", {{"dynamo_registry_id", std::string(r->registry_id)},
-                                       {"family", std::string(r->family)}}}});
+      json rule{
+          {"id", std::string(r->code)},
+          {"name", std::string(r->name)},
+          {"shortDescription", {{"text", std::string(r->summary)}}},
+          {"fullDescription", {{"text", std::string(r->explanation)}}},
+          // The rule's page (as ruff does): readable in a SARIF viewer without any link.
+          {"help", {{"text", std::string(r->summary)}, {"markdown", rule_markdown(*r)}}},
+          {"properties", {{"dynamo_registry_id", std::string(r->registry_id)}, {"family", std::string(r->family)}}}};
+      if (std::string url = rule_url(*r, docs_url); !url.empty()) rule["helpUri"] = url;
+      rules.push_back(std::move(rule));
     }
     json results = json::array();
     for (const auto& file : files) {

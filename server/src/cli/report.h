@@ -20,6 +20,7 @@ struct FileReport {
   std::vector<Finding> findings;
   std::vector<Problem> problems;  // syntax errors, regions not analysed: reported like findings, without a code
   int fixed = 0;  // fixes applied by --fix
+  std::string docs_url;  // the file's configuration's `docs-url` (rule links), "" when not set
 };
 
 enum class OutputFormat { Text, Concise, Json, Sarif, Github };

@@ -87,8 +87,8 @@ json to_lsp_edits(const LineIndex& lines, const std::vector<TextEdit>& edits,
   return out;
 }
 
-json to_diagnostic(const Finding& finding, const LineIndex& lines, PositionEncoding encoding,
-                   const std::string& uri, int64_t version) {
+json to_diagnostic(const Finding& finding, const LineIndex& lines, PositionEncoding encoding, const std::string& uri,
+                   int64_t version, std::string_view docs_url) {
   json diagnostic = {
       {"range", protocol::to_json(to_lsp_range(lines, finding.range, encoding))},
       {"severity", protocol::severity::kWarning},
@@ -98,7 +98,9 @@ json to_diagnostic(const Finding& finding, const LineIndex& lines, PositionEncod
   json data = {{"version", version}};
   if (finding.rule != nullptr) {
     diagnostic["code"] = finding.rule->code;
-    diagnostic["codeDescription"] = {{"href", rule_url(*finding.rule)}};
+    if (std::string href = rule_url(*finding.rule, docs_url); !href.empty()) {
+      diagnostic["codeDescription"] = {{"href", href}};
+    }
     data["rule"] = finding.rule->name;
     if (!finding.rule->registry_id.empty()) {
       data["registryId"] = finding.rule->registry_id;
@@ -173,7 +175,8 @@ std::string fix_preview(const Fix& fix, std::string_view text, const LineIndex& 
   return out;
 }
 
-std::string hover_markdown(const Finding& finding, std::string_view text, const LineIndex& lines) {
+std::string hover_markdown(const Finding& finding, std::string_view text, const LineIndex& lines,
+                           std::string_view docs_url) {
   std::string md;
   const RuleInfo* rule = finding.rule;
   if (rule != nullptr) {
@@ -218,7 +221,9 @@ std::string hover_markdown(const Finding& finding, std::string_view text, const 
     }
   }
   if (rule != nullptr) {
-    md += "\n[" + std::string(rule->code) + " documentation](" + rule_url(*rule) + ")\n";
+    if (std::string url = rule_url(*rule, docs_url); !url.empty()) {
+      md += "\n[" + std::string(rule->code) + " documentation](" + url + ")\n";
+    }
   }
   return md;
 }

@@ -36,8 +36,9 @@ json to_lsp_edits(const LineIndex& lines, const std::vector<TextEdit>& edits,
 
 // The LSP Diagnostic of a finding: code, link to the rule's page, related information, and in
 // `data` the Dynamo graph-break id and type plus the fix (edits in this version's positions).
-json to_diagnostic(const Finding& finding, const LineIndex& lines, PositionEncoding encoding,
-                   const std::string& uri, int64_t version);
+// `docs_url`: the document's configuration's `docs-url` (rule_url); no link, no codeDescription.
+json to_diagnostic(const Finding& finding, const LineIndex& lines, PositionEncoding encoding, const std::string& uri,
+                   int64_t version, std::string_view docs_url = {});
 
 // The LSP Diagnostic of a problem that is no finding (no code, no fix): an error for syntax CPython
 // rejects, a warning for a region not analysed.
@@ -45,7 +46,8 @@ json to_diagnostic(const Problem& problem, const LineIndex& lines, PositionEncod
 
 // Markdown for a hover on a finding: the message, the rule's explanation, Dynamo's explanation
 // and hints from its graph-break registry, and a preview of the fix or why there is none.
-std::string hover_markdown(const Finding& finding, std::string_view text, const LineIndex& lines);
+std::string hover_markdown(const Finding& finding, std::string_view text, const LineIndex& lines,
+                           std::string_view docs_url = {});
 
 // The lines a fix changes, as a unified-diff-like block ("- old" / "+ new").
 std::string fix_preview(const Fix& fix, std::string_view text, const LineIndex& lines);

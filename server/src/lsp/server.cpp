@@ -51,6 +51,7 @@ struct AnalysisResult {
   bool provisional = false;            // held while the reparse was past its budget; the real one follows
   bool completes_provisional = false;  // the real analysis of a version given a provisional one first
   std::string error;  // the engine failed: no findings
+  std::string docs_url;  // the configuration's `docs-url`, for the rule links of hovers
   // Calls from traced code to functions imported from other modules: (module as written, name).
   std::vector<std::pair<std::string, std::string>> imported_calls;
 };
@@ -1050,8 +1051,10 @@ struct Server::Impl {
       result->error = error.what();
     }
     if (!result->provisional && !job.keep->load()) worker->release();
+    result->docs_url = job.config.docs_url;
     for (const Finding& finding : result->findings) {
-      result->diagnostics.push_back(to_diagnostic(finding, result->snapshot->lines, job.encoding, uri, result->version));
+      result->diagnostics.push_back(
+          to_diagnostic(finding, result->snapshot->lines, job.encoding, uri, result->version, result->docs_url));
     }
     for (const Problem& problem : result->problems) {
       result->diagnostics.push_back(to_diagnostic(problem, result->snapshot->lines, job.encoding));
@@ -1268,7 +1271,7 @@ struct Server::Impl {
           } else {
             markdown += "\n---\n\n";
           }
-          markdown += hover_markdown(finding, *result.snapshot->text, lines);
+          markdown += hover_markdown(finding, *result.snapshot->text, lines, result.docs_url);
         }
       }
       if (first == nullptr) return reply(id, nullptr);

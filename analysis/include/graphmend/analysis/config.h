@@ -24,6 +24,7 @@ struct Config {
   // pass of `graphmend check` and the server, not by users): they are traced too.
   std::vector<std::string> traced_from_workspace;
   std::vector<std::string> validate_targets;  // "path.py::factory"
+  std::string docs_url;  // `docs-url`: base URL of the rule pages, a rule's link is <docs_url>/GMxxx.md
   std::optional<std::filesystem::path> source;  // the pyproject.toml it came from
 
   // Whether `code` is enabled for a file at `path` (relative to the config's folder when globbing).

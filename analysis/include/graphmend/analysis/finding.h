@@ -1,6 +1,7 @@
 // What a rule reports: the finding, its rule's metadata, and (once transforms/ has looked) its fix.
 #pragma once
 
+#include <filesystem>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -38,7 +39,16 @@ struct RuleInfo {
 };
 const std::vector<const RuleInfo*>& all_rules();
 const RuleInfo* find_rule(std::string_view code);
-std::string rule_url(const RuleInfo& rule);
+// The link to a rule's page (docs/check.md, "Rule links"), first that applies: `docs_url` (pyproject
+// `docs-url`) joined with "GMxxx.md"; file:// of the page under $GRAPHMEND_DOCS_DIR; the base URL
+// built in with -DGRAPHMEND_DOCS_URL; file:// of the page in docs_dir(); else "" (no link at all).
+std::string rule_url(const RuleInfo& rule, std::string_view docs_url = {});
+// The docs folder (holding rules/GMxxx.md) found at run time: $GRAPHMEND_DOCS_DIR, else
+// <exe dir>/../share/graphmend/docs (the installed layout), else the source tree's docs/ for a binary
+// running from its own build tree; nullopt when there is none.
+std::optional<std::filesystem::path> docs_dir();
+// `file://` URL of an absolute path, percent-encoding everything but unreserved characters and '/'.
+std::string file_url(const std::filesystem::path& path);
 
 enum class Applicability { Safe, Unsafe, DisplayOnly };
 std::string_view to_string(Applicability applicability);
