@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Every test: C++ unit and transcript tests (ctest), then the Python suites (oracle, validator, bench
 # harness, editor end-to-end) under pytest with the project's .venv, then the pip wheel installed in a fresh
-# venv (scripts/test-wheel.sh; GRAPHMEND_SKIP_WHEEL=1 skips it), then the VS Code client's tests.
+# venv (scripts/test-wheel.sh) and the pre-commit hooks (scripts/test-precommit.sh; GRAPHMEND_SKIP_WHEEL=1
+# skips both), then the VS Code client's tests.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$root"
@@ -21,6 +22,8 @@ echo "== pytest"
 if [ "${GRAPHMEND_SKIP_WHEEL:-0}" != 1 ]; then
   echo "== wheel (make dist when stale, pip install into a fresh venv, run it outside the checkout)"
   bash "$root/scripts/test-wheel.sh"
+  echo "== pre-commit hooks (pinned pre-commit on a scratch repository; builds graphmend from HEAD)"
+  bash "$root/scripts/test-precommit.sh"
 fi
 
 if [ -f "$root/clients/vscode/package.json" ]; then
