@@ -4,26 +4,12 @@ import os
 import pathlib
 import stat
 import subprocess
-import sys
 
 import jsonschema
 import pytest
 
-ROOT = pathlib.Path(__file__).resolve().parents[2]
-BIN = os.environ.get("GRAPHMEND_BIN", str(ROOT / "build" / "graphmend"))
+from cli_support import BIN, BREAKING, ROOT
 
-BREAKING = """import torch
-from torch import nn
-
-
-class Net(nn.Module):
-    def forward(self, x):
-        y = x * 2
-        if y.sum() > 0:
-            y = y + 1
-        print("done")
-        return y
-"""
 
 
 def run(*args, stdin=None, cwd=None, timeout=120):

@@ -14,22 +14,9 @@ import time
 
 import pytest
 
-ROOT = pathlib.Path(__file__).resolve().parents[2]
-BIN = os.environ.get("GRAPHMEND_BIN", str(ROOT / "build" / "graphmend"))
+from cli_support import BIN, BREAKING
 NOBODY = 65534
 
-BREAKING = """import torch
-from torch import nn
-
-
-class Net(nn.Module):
-    def forward(self, x):
-        y = x * 2
-        if y.sum() > 0:
-            y = y + 1
-        print("done")
-        return y
-"""
 FIXED_MARK = b"torch.where(y.sum() > 0, y + 1, y)"
 
 

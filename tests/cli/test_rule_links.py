@@ -8,22 +8,9 @@ import subprocess
 
 import pytest
 
-ROOT = pathlib.Path(__file__).resolve().parents[2]
-BIN = os.path.abspath(os.environ.get("GRAPHMEND_BIN", str(ROOT / "build" / "graphmend")))
+from cli_support import BIN, BREAKING, ROOT
 PAGES = ROOT / "docs" / "rules"
 
-BREAKING = """import torch
-from torch import nn
-
-
-class Net(nn.Module):
-    def forward(self, x):
-        y = x * 2
-        if y.sum() > 0:
-            y = y + 1
-        print("done")
-        return y
-"""
 
 pytestmark = pytest.mark.skipif(not os.path.exists(BIN), reason=f"{BIN} is not built")
 
