@@ -1,5 +1,7 @@
 #include "lsp/features.h"
 
+#include <dtl/dtl.hpp>
+
 #include <algorithm>
 #include <cctype>
 #include <functional>
@@ -298,73 +300,40 @@ std::vector<TextEdit> diff_edits(std::string_view before, std::string_view after
          a_all[a_all.size() - 1 - suffix] == b_all[b_all.size() - 1 - suffix]) {
     ++suffix;
   }
-  const auto n = static_cast<int>(a_all.size() - prefix - suffix);
-  const auto m = static_cast<int>(b_all.size() - prefix - suffix);
-  const auto a = [&](int i) { return a_all[prefix + static_cast<std::size_t>(i)]; };
   const auto b = [&](int j) { return b_all[prefix + static_cast<std::size_t>(j)]; };
 
-  // Myers' O((N+M)D) greedy search; trace[d] holds V after step d - 1, for k in [-d-1, d+1].
-  const int max_d = std::min(n + m, max_changes);
-  std::vector<std::vector<int>> trace;
-  std::vector<int> v(static_cast<std::size_t>(2 * (n + m) + 3), 0);
-  const int offset = n + m + 1;
-  const auto at = [&](std::vector<int>& values, int k) -> int& {
-    return values[static_cast<std::size_t>(k + offset)];
-  };
-  int found = -1;
-  for (int d = 0; d <= max_d && found < 0; ++d) {
-    trace.emplace_back(v.begin() + (offset - d - 1), v.begin() + (offset + d + 2));
-    for (int k = -d; k <= d; k += 2) {
-      int x = (k == -d || (k != d && at(v, k - 1) < at(v, k + 1))) ? at(v, k + 1)
-                                                                   : at(v, k - 1) + 1;
-      int y = x - k;
-      while (x < n && y < m && a(x) == b(y)) {
-        ++x;
-        ++y;
-      }
-      at(v, k) = x;
-      if (x >= n && y >= m) {
-        found = d;
-        break;
-      }
-    }
-  }
-  if (found < 0) {
+  // The shortest edit script (dtl, the diff engine `check --diff` uses too).
+  std::vector<std::string_view> a_mid(a_all.begin() + static_cast<std::ptrdiff_t>(prefix),
+                                      a_all.end() - static_cast<std::ptrdiff_t>(suffix));
+  std::vector<std::string_view> b_mid(b_all.begin() + static_cast<std::ptrdiff_t>(prefix),
+                                      b_all.end() - static_cast<std::ptrdiff_t>(suffix));
+  dtl::Diff<std::string_view, std::vector<std::string_view>> diff(a_mid, b_mid);
+  diff.compose();
+  if (diff.getEditDistance() > max_changes) {
     std::vector<TextEdit> single;
     if (auto edit = minimal_edit(before, after)) single.push_back(std::move(*edit));
     return single;
   }
 
-  // Walk back: each step is a deleted line of `a` or an inserted line of `b`.
+  // Each step is a deleted line of `a` or an inserted line of `b`, at a position in `a`.
   struct Step {
     bool insert;
     int index;  // line in a (delete) or b (insert)
     int a_pos;  // position in a where it applies
   };
   std::vector<Step> steps;
-  int x = n;
-  int y = m;
-  for (int d = found; d > 0; --d) {
-    const std::vector<int>& prev = trace[static_cast<std::size_t>(d)];
-    const auto prev_at = [&](int k) { return prev[static_cast<std::size_t>(k + d + 1)]; };
-    const int k = x - y;
-    const bool down = k == -d || (k != d && prev_at(k - 1) < prev_at(k + 1));
-    const int prev_k = down ? k + 1 : k - 1;
-    const int prev_x = prev_at(prev_k);
-    const int prev_y = prev_x - prev_k;
-    while (x > prev_x && y > prev_y) {
-      --x;
-      --y;
-    }
-    if (down) {
-      steps.push_back({true, prev_y, prev_x});
+  int a_pos = 0;
+  for (const auto& [line, info] : diff.getSes().getSequence()) {
+    (void)line;
+    if (info.type == dtl::SES_ADD) {
+      steps.push_back({true, static_cast<int>(info.afterIdx - 1), a_pos});
+    } else if (info.type == dtl::SES_DELETE) {
+      steps.push_back({false, static_cast<int>(info.beforeIdx - 1), a_pos});
+      ++a_pos;
     } else {
-      steps.push_back({false, prev_x, prev_x});
+      ++a_pos;
     }
-    x = prev_x;
-    y = prev_y;
   }
-  std::reverse(steps.begin(), steps.end());
 
   // Byte offset of each line of `a` (within `before`).
   std::vector<uint32_t> a_offset(a_all.size() + 1, 0);

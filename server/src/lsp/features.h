@@ -60,7 +60,7 @@ TextEdit noqa_edit(const Finding& finding, std::string_view text, const LineInde
 // respected); nothing when they are equal.
 std::optional<TextEdit> minimal_edit(std::string_view before, std::string_view after);
 
-// Edits turning `before` into `after`, one per changed block of lines (a Myers line diff), so a
+// Edits turning `before` into `after`, one per changed block of lines (dtl's line diff), so a
 // client keeps cursors, folds and marks in the unchanged lines between fixes. Falls back to
 // minimal_edit when the texts differ in more than `max_changes` lines.
 std::vector<TextEdit> diff_edits(std::string_view before, std::string_view after,
