@@ -68,15 +68,66 @@ constexpr SizedFunction kFunctions[] = {
     {"torch.topk", {1, -2}, "k"},
 };
 
-// A tensor size that Dynamo must read. A parameter passed straight through is not one: when it is
-// an input of the frame being traced (the entry, or the frame resumed after a break) Dynamo
-// specialises on its value (checked on 2.13: `torch.zeros(n)` with an input `n` compiles, `n + 1`
-// breaks), and which frame a helper's parameter lands in depends on where breaks fall.
+// Reductions and casts that give a tensor holding data: used as a size, Dynamo must read it.
+constexpr std::string_view kValueMethods[] = {"sum",    "max",   "min",   "amax",         "amin", "argmax",
+                                              "argmin", "prod",  "long",  "int",          "to",   "floor",
+                                              "ceil",   "round", "clamp", "count_nonzero"};
+
+bool is_value_method(std::string_view name) {
+  return std::find(std::begin(kValueMethods), std::end(kValueMethods), name) != std::end(kValueMethods);
+}
+
+// `expr` holds a value computed from tensor data in this frame: a reduction of a tensor, an element of
+// a tensor indexed in several dimensions, a row of a tensor being iterated (`for h, w in shapes`), or
+// arithmetic and locals built from those. Only such values break: Dynamo specialises on a frame input
+// used as a size as it is (checked on 2.13: `torch.zeros(n)` with an input `n` compiles, `n + 1`
+// breaks), and parameters typed as tensors only by default (`past_key_values`) are often not tensors.
+bool data_derived(const RuleContext& ctx, TSNode expr, const FunctionInfo& fn, int depth = 0) {
+  expr = unparenthesize(expr);
+  if (ts_node_is_null(expr) || depth > 6) return false;
+  const auto type = type_of(expr);
+  if (type == "identifier") {
+    if (ctx.model.kind_of(expr, fn) != ValueKind::Tensor) return false;
+    const std::string name = ctx.text(expr);
+    if (auto it = fn.assignments.find(name); it != fn.assignments.end()) {
+      return std::any_of(it->second.begin(), it->second.end(),
+                         [&](TSNode rhs) { return data_derived(ctx, rhs, fn, depth + 1); });
+    }
+    // Not assigned: a parameter (see above), or a loop target over a tensor.
+    return std::find(fn.params.begin(), fn.params.end(), name) == fn.params.end();
+  }
+  if (type == "binary_operator") {
+    return data_derived(ctx, field(expr, "left"), fn, depth + 1) ||
+           data_derived(ctx, field(expr, "right"), fn, depth + 1);
+  }
+  if (type == "unary_operator") return data_derived(ctx, field(expr, "argument"), fn, depth + 1);
+  if (type == "subscript") {
+    TSNode object = field(expr, "value");
+    if (ctx.model.kind_of(object, fn) != ValueKind::Tensor) return false;
+    // `shapes[0, 1]`, `shapes[:, 0]`: several dimensions, so a tensor for sure.
+    return data_derived(ctx, object, fn, depth + 1) || ts_node_named_child_count(expr) > 2;
+  }
+  if (type != "call") return false;
+  TSNode callee = unparenthesize(field(expr, "function"));
+  if (is_type(callee, "attribute") && ctx.model.kind_of(field(callee, "object"), fn) == ValueKind::Tensor) {
+    return is_value_method(ctx.text(field(callee, "attribute")));
+  }
+  const std::string qualified = callee_qualified(ctx, expr);
+  if (!qualified.starts_with("torch.")) return false;
+  // torch functions of tensors: `torch.sum(mask)`, `torch.div(mask.sum(), 2, ...)`; of Python ints
+  // (`torch.div(seq_len, w, rounding_mode="trunc")`) Dynamo computes on SymInts, which is no break.
+  const std::string_view function = std::string_view(qualified).substr(6);
+  bool derived = false;
+  each_named_child(field(expr, "arguments"), [&](TSNode arg) {
+    if (derived || is_type(arg, "keyword_argument")) return;
+    derived = data_derived(ctx, arg, fn, depth + 1) ||
+              (is_value_method(function) && ctx.model.kind_of(arg, fn) == ValueKind::Tensor);
+  });
+  return derived;
+}
+
 bool breaking_size(const RuleContext& ctx, TSNode arg, const FunctionInfo& fn) {
-  if (ctx.model.kind_of(arg, fn) != ValueKind::Tensor) return false;
-  if (!is_type(arg, "identifier")) return true;
-  const std::string name = ctx.text(arg);
-  return std::find(fn.params.begin(), fn.params.end(), name) == fn.params.end();
+  return data_derived(ctx, unparenthesize(arg), fn);
 }
 
 // The first tensor-valued size in `arg`: itself, or an element of a tuple/list literal of sizes.
@@ -121,10 +172,9 @@ void report(RuleContext& ctx, const Visit& v, TSNode where, const std::string& w
 void check_call(RuleContext& ctx, const Visit& v) {
   TSNode callee = unparenthesize(field(v.node, "function"));
   if (is_type(callee, "identifier") && ctx.text(callee) == "range") {
-    // range() calls __index__ on any tensor, a frame input included.
     TSNode found{};
     each_named_child(field(v.node, "arguments"), [&](TSNode arg) {
-      if (ts_node_is_null(found) && ctx.model.kind_of(arg, v.function) == ValueKind::Tensor) found = arg;
+      if (ts_node_is_null(found) && data_derived(ctx, arg, v.function)) found = arg;
     });
     if (!ts_node_is_null(found)) report(ctx, v, found, "a `range()` bound");
     return;
@@ -146,13 +196,12 @@ void check_call(RuleContext& ctx, const Visit& v) {
   }
 }
 
-// `x[a:b]` with a tensor bound: slicing calls the bound's __index__, which reads its value.
+// `x[a:b]` with a tensor bound: slicing calls the bound's __index__, which reads its value (a frame
+// input too, but a parameter typed as a tensor by default is too often an int to report it).
 void check_slice(RuleContext& ctx, const Visit& v) {
   TSNode found{};
   each_named_child(v.node, [&](TSNode bound) {
-    if (ts_node_is_null(found) && !is_type(bound, "comment") &&
-        ctx.model.kind_of(bound, v.function) == ValueKind::Tensor)
-      found = bound;
+    if (ts_node_is_null(found) && !is_type(bound, "comment") && data_derived(ctx, bound, v.function)) found = bound;
   });
   if (!ts_node_is_null(found)) report(ctx, v, found, "a slice bound");
 }
