@@ -69,10 +69,11 @@ distclean: clean
 	rm -rf .venv .cache build-wheel dist
 
 # The VS Code extension for linux-x64 (clients/vscode/graphmend-linux-x64.vsix), with the server
-# ($GRAPHMEND_VSIX_BINARY, else $(BUILD_DIR)/graphmend; a stripped copy), the validator and the rule pages.
+# ($GRAPHMEND_VSIX_BINARY, else the portable executable `make dist` builds in build-wheel/, which needs
+# only glibc; a stripped copy), the validator and the rule pages.
 .PHONY: vsix
-vsix: VSIX_BINARY = $(abspath $(or $(GRAPHMEND_VSIX_BINARY),$(BUILD_DIR)/graphmend))
-vsix:
+vsix: VSIX_BINARY = $(abspath $(or $(GRAPHMEND_VSIX_BINARY),build-wheel/graphmend))
+vsix: $(if $(GRAPHMEND_VSIX_BINARY),,dist)
 	@test -x "$(VSIX_BINARY)" || { echo "vsix: no server at $(VSIX_BINARY): run make build, or set GRAPHMEND_VSIX_BINARY" >&2; exit 1; }
 	cd clients/vscode && { [ -d node_modules ] || npm ci --no-audit --no-fund; } && \
 	  GRAPHMEND_BUNDLE="$(VSIX_BINARY)" npm run -s package:linux-x64
