@@ -34,6 +34,17 @@ def modern_nvim(nvim) -> str:
     return nvim
 
 
+
+def assert_attached_and_fixed(r, project):
+    """The server attached with the project's root, published `graphmend check`'s findings, and the
+    buffer-local :GraphmendFixAll (on_attach; no setup(), so no global command) fixed the file."""
+    assert r["attached"] and r["got_diagnostics"], r
+    assert r["diagnostics"] == project["findings"]
+    assert r["root"] == str(project["root"])
+    assert r["buffer_fix_all"] and not r["global_fix_all"]
+    assert r["fix_all"] == [True, None]
+    assert project["file"].read_text() == project["fixed"]
+
 def test_a_modern_neovim_is_tested():
     """scripts/setup.sh unpacks a Neovim 0.11+ under .cache/; without it the tests above skip silently."""
     if os.environ.get("GRAPHMEND_NVIM"):
@@ -65,13 +76,7 @@ def test_vim_lsp_enable_with_the_plugin_folder_on_runtimepath(modern_nvim, graph
         cwd=project["root"])
     assert r["errors"] == [], r["errors"]
     assert r["enabled"]
-    assert r["attached"] and r["got_diagnostics"], r
-    assert r["diagnostics"] == project["findings"]
-    assert r["root"] == str(project["root"])
-    # No setup(): no global commands, but the attached buffer has :GraphmendFixAll (on_attach).
-    assert r["buffer_fix_all"] and not r["global_fix_all"]
-    assert r["fix_all"] == [True, None]
-    assert project["file"].read_text() == project["fixed"]
+    assert_attached_and_fixed(r, project)
 
 
 def test_vim_lsp_enable_from_a_subdirectory_of_a_checkout(modern_nvim, graphmend, project):
@@ -160,12 +165,7 @@ def test_lspconfig_configs_table(nvim, graphmend, project, tmp_path):
         + WAIT_FOR_DIAGNOSTICS + AFTER_ATTACH, cwd=project["root"])
     assert r["errors"] == [], r["errors"]
     assert r["run"] == "onSave" and r["register_again"]
-    assert r["attached"] and r["got_diagnostics"], r
-    assert r["diagnostics"] == project["findings"]
-    assert r["root"] == str(project["root"])
-    assert r["buffer_fix_all"] and not r["global_fix_all"]
-    assert r["fix_all"] == [True, None]
-    assert project["file"].read_text() == project["fixed"]
+    assert_attached_and_fixed(r, project)
 
 
 def test_lspconfig_default_config_shape(nvim, tmp_path):
