@@ -265,6 +265,13 @@ def markdown(results: dict, chart_path: str | None) -> str:
         A(f"| cold start speed-up | up to 26x, mean ~5x (RTX 3090) | median {tm['cold_x_median']}x, "
           f"max {tm['cold_x_max']}x over {tm['models']} models (CPU, inductor) |")
         A(f"| steady state speed-up | mostly 1.05-1.19x | median {tm['steady_x_median']}x |")
+        carried = results.get("meta", {}).get("timing_from")
+        if carried:
+            # A --no-timing rerun keeps the timing of models whose fixed files came out identical.
+            A("")
+            A(f"Timing rows ({', '.join(carried['models'])}) are from the run of {carried['date']} (binary sha256 "
+              f"{carried['graphmend_sha256']}): this run skipped the timing phase, and their fixed files and "
+              f"Dynamo counts came out identical.")
     A("")
     if t.get("detection"):
         d = t["detection"]
