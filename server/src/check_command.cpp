@@ -60,6 +60,12 @@ struct Options {
   std::string stdin_filename = "-";
   std::optional<fs::path> config_file;
   unsigned jobs = std::max(1u, std::thread::hardware_concurrency());
+  // File selection (ruff's options of the same names): exclude replaces the configuration's list,
+  // extend-exclude adds to it; absent booleans leave the configuration's value.
+  std::optional<std::vector<std::string>> exclude;
+  std::vector<std::string> extend_exclude;
+  std::optional<bool> respect_gitignore, force_exclude;
+  bool add_noqa = false;  // --add-noqa: write `# noqa: CODES` on every line with findings
 };
 
 struct UsageError : std::runtime_error {

@@ -1,5 +1,6 @@
 #include "cli/report.h"
 
+#include <algorithm>
 #include <map>
 
 #include "commands.h"
@@ -7,9 +8,17 @@
 namespace graphmend::cli {
 using nlohmann::json;
 
-Location location_of(const LineIndex& lines, uint32_t offset) {
+Location location_of(const FileReport& file, const LineIndex& lines, uint32_t offset) {
   LinePosition p = lines.to_position(offset, PositionEncoding::Utf32);
-  return {p.line + 1, p.character + 1};
+  Location loc{p.line + 1, p.character + 1};
+  if (!file.cell_starts.empty()) {
+    auto next = std::upper_bound(file.cell_starts.begin(), file.cell_starts.end(), p.line);
+    if (next != file.cell_starts.begin()) {
+      loc.cell = static_cast<uint32_t>(next - file.cell_starts.begin());
+      loc.row = p.line - *(next - 1) + 1;
+    }
+  }
+  return loc;
 }
 
 namespace {
@@ -56,8 +65,8 @@ json finding_to_ruff_json(const FileReport& file, const LineIndex& lines, const 
     json edits = json::array();
     for (const TextEdit& e : f.fix->edits) {
       edits.push_back({{"content", e.new_text},
-                       {"location", loc_json(location_of(lines, e.range.start))},
-                       {"end_location", loc_json(location_of(lines, e.range.end))}});
+                       {"location", loc_json(location_of(file, lines, e.range.start))},
+                       {"end_location", loc_json(location_of(file, lines, e.range.end))}});
     }
     fix = {{"applicability", std::string(to_string(f.fix->applicability))}, {"message", f.fix->title}, {"edits", edits}};
   }
@@ -68,15 +77,15 @@ json finding_to_ruff_json(const FileReport& file, const LineIndex& lines, const 
   json related = json::array();
   for (const auto& r : f.related) {
     related.push_back({{"message", r.message},
-                       {"location", loc_json(location_of(lines, r.range.start))},
-                       {"end_location", loc_json(location_of(lines, r.range.end))}});
+                       {"location", loc_json(location_of(file, lines, r.range.start))},
+                       {"end_location", loc_json(location_of(file, lines, r.range.end))}});
   }
   return {{"cell", nullptr},
           {"code", std::string(f.rule->code)},
           {"message", f.message},
           {"filename", ec ? file.path : abs.string()},
-          {"location", loc_json(location_of(lines, f.range.start))},
-          {"end_location", loc_json(location_of(lines, f.range.end))},
+          {"location", loc_json(location_of(file, lines, f.range.start))},
+          {"end_location", loc_json(location_of(file, lines, f.range.end))},
           {"fix", fix},
           {"url", url.empty() ? json(nullptr) : json(url)},
           {"noqa_row", lines.line_of(f.range.start) + 1},
@@ -102,8 +111,8 @@ void write_report(std::ostream& out, OutputFormat format, const std::vector<File
         auto abs = std::filesystem::absolute(file.path, ec);
         arr.push_back({{"cell", nullptr}, {"code", nullptr}, {"message", s.message},
                        {"filename", ec ? file.path : abs.string()},
-                       {"location", loc_json(location_of(lines, s.range.start))},
-                       {"end_location", loc_json(location_of(lines, s.range.end))}, {"fix", nullptr},
+                       {"location", loc_json(location_of(file, lines, s.range.start))},
+                       {"end_location", loc_json(location_of(file, lines, s.range.end))}, {"fix", nullptr},
                        {"url", nullptr}, {"noqa_row", nullptr}});
       }
       for (const auto& f : file.findings) arr.push_back(finding_to_ruff_json(file, lines, f));
@@ -137,7 +146,7 @@ void write_report(std::ostream& out, OutputFormat format, const std::vector<File
     for (const auto& file : files) {
       LineIndex lines(file.text);
       auto region = [&](ByteRange r) {
-        Location a = location_of(lines, r.start), b = location_of(lines, r.end);
+        Location a = location_of(file, lines, r.start), b = location_of(file, lines, r.end);
         return json{{"startLine", a.row}, {"startColumn", a.column}, {"endLine", b.row}, {"endColumn", b.column}};
       };
       for (const auto& f : file.findings) {
@@ -184,7 +193,7 @@ void write_report(std::ostream& out, OutputFormat format, const std::vector<File
     LineIndex lines(file.text);
     fixed += static_cast<size_t>(file.fixed);
     for (const auto& s : file.problems) {
-      Location a = location_of(lines, s.range.start), b = location_of(lines, s.range.end);
+      Location a = location_of(file, lines, s.range.start), b = location_of(file, lines, s.range.end);
       if (format == OutputFormat::Github) {
         // The title names the error's class ("SyntaxError", "TabError"), or that the code was skipped.
         std::string title = s.kind == Problem::Kind::Syntax ? s.message.substr(0, s.message.find(':')) : "not analysed";
@@ -197,7 +206,7 @@ void write_report(std::ostream& out, OutputFormat format, const std::vector<File
       ++(s.kind == Problem::Kind::Syntax ? syntax : skipped);
     }
     for (const auto& f : file.findings) {
-      Location a = location_of(lines, f.range.start), b = location_of(lines, f.range.end);
+      Location a = location_of(file, lines, f.range.start), b = location_of(file, lines, f.range.end);
       bool can_fix = f.fix && f.fix->applicability == Applicability::Safe;
       if (can_fix) ++fixable;
       ++breaks;

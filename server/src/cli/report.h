@@ -21,15 +21,20 @@ struct FileReport {
   std::vector<Problem> problems;  // syntax errors, regions not analysed: reported like findings, without a code
   int fixed = 0;  // fixes applied by --fix
   std::string docs_url;  // the file's configuration's `docs-url` (rule links), "" when not set
+  // Notebooks: `text` is the code cells joined; cell_starts[i] is the 0-based line of `text` at which
+  // code cell i (numbered 1.. in output) starts. Empty for a plain Python file.
+  std::vector<uint32_t> cell_starts;
 };
 
 enum class OutputFormat { Text, Concise, Json, Sarif, Github };
 
 struct Location {
-  uint32_t row;     // 1-based
-  uint32_t column;  // 1-based, in characters (code points)
+  uint32_t row;       // 1-based (in a notebook: within the cell)
+  uint32_t column;    // 1-based, in characters (code points)
+  uint32_t cell = 0;  // 1-based notebook cell, 0 for a plain Python file
 };
-Location location_of(const LineIndex& lines, uint32_t offset);
+// Every reporter computes positions here, so that notebook cells are numbered the same in all formats.
+Location location_of(const FileReport& file, const LineIndex& lines, uint32_t offset);
 
 nlohmann::json finding_to_ruff_json(const FileReport& file, const LineIndex& lines, const Finding& finding);
 // `errors`: paths that could not be checked or written (reported elsewhere); the summary says so and
