@@ -3,8 +3,9 @@
 
     .venv/bin/python bench/check_speed.py [--graphmend build/graphmend] [--ruff .venv/bin/ruff] [--reps 5]
 
-Both tools get the same file list in the same run, alternately, with no cache (ruff `--no-cache`),
-JSON output to a pipe that is read and discarded. Each invocation runs under a small wrapper
+Both tools get the same file list in the same run, alternately: cold (no cache: `--no-cache` for
+both) and warm (each tool's cache primed by one run over the unchanged files, in a temporary
+`--cache-dir` of its own), JSON output to a pipe that is read and discarded. Each invocation runs under a small wrapper
 process whose RUSAGE_CHILDREN peak RSS is the tool's own. Reports the median wall time with its
 range, files/s, MB/s, peak memory and the wall-time ratio; writes bench/results/check_speed.json and
 the `check-speed` section of docs/benchmarks.md.
@@ -16,9 +17,11 @@ import datetime as dt
 import glob
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
+import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
@@ -71,30 +74,43 @@ def summarize(runs: list[dict], n_files: int, n_bytes: int) -> dict:
             "findings": count_findings(runs[-1].get("stdout", ""))}
 
 
+ROWS = (("graphmend check, cold", "graphmend"), ("ruff check, cold", "ruff"),
+        ("graphmend check, warm cache", "graphmend_warm"), ("ruff check, warm cache", "ruff_warm"))
+
+
 def markdown(res: dict) -> str:
-    m, g, r = res["meta"], res["graphmend"], res["ruff"]
+    m = res["meta"]
     lines = [
         "## `graphmend check` speed against `ruff check`",
         "",
         f"Measured {m['date']} on {common.machine_line(m['machine'])}. Input: every `modeling_*.py` of the "
         f"installed transformers {m['transformers']} ({m['files']} files, {m['bytes'] / 2**20:.1f} MB). "
-        f"Same file list for both tools, alternated, {m['reps']} runs each after one warm-up run; no cache "
-        f"(`ruff check --no-cache --isolated`), JSON output to a pipe. Peak memory is the tool process's "
-        f"max RSS (`getrusage(RUSAGE_CHILDREN)` in a wrapper per run). "
+        f"Same file list for both tools, alternated, {m['reps']} runs each after one warm-up run. *Cold*: no cache "
+        f"(`--no-cache` for both; ruff also `--isolated`). *Warm*: each tool's own cache (`--cache-dir`, a fresh "
+        f"temporary folder per tool) primed by the warm-up run over the same unchanged files. JSON output to a "
+        f"pipe. Peak memory is the tool process's max RSS (`getrusage(RUSAGE_CHILDREN)` in a wrapper per run). "
         f"`{m['graphmend_version'] or m['graphmend_cmd'][0]}` vs `{m['ruff_version']}`. "
         f"Regenerate: `.venv/bin/python bench/check_speed.py`; data: `bench/results/check_speed.json`.",
         "",
         "| tool | wall (median, range) | CPU time | files/s | MB/s | peak RSS | findings | exit |",
         "|---|---|---|---|---|---|---|---|",
     ]
-    for name, s, cmd in (("graphmend check", g, m["graphmend_cmd"]), ("ruff check", r, m["ruff_cmd"])):
+    for name, key in ROWS:
+        if key not in res:
+            continue
+        s = res[key]
         lines.append(f"| {name} | {s['wall_median_s']:.3f} s ({s['wall_min_s']:.3f}-{s['wall_max_s']:.3f}) | "
                      f"{s['cpu_median_s']:.3f} s | {s['files_per_s']:.0f} | {s['mb_per_s']:.1f} | "
                      f"{s['peak_rss_mb']:.0f} MB | {s['findings'] if s['findings'] is not None else '?'} | {s['rc']} |")
-    lines += ["", f"Wall-time ratio graphmend / ruff: **{res['ratio_wall']:.2f}** "
-              f"(CPU-time ratio {res['ratio_cpu']:.2f}; peak-memory ratio {res['ratio_rss']:.2f}). "
-              "ruff runs its default rule set (pyflakes and pycodestyle errors), graphmend its graph-break rules; "
-              "both parse every file. ruff uses all cores; graphmend as configured by its defaults."]
+    lines += ["", f"Wall-time ratio graphmend / ruff, cold: **{res['ratio_wall']:.2f}** "
+              f"(CPU-time ratio {res['ratio_cpu']:.2f}; peak-memory ratio {res['ratio_rss']:.2f})."]
+    if "ratio_wall_warm" in res:
+        lines[-1] += (f" Warm cache: **{res['ratio_wall_warm']:.2f}** (graphmend warm / ruff warm); graphmend's warm "
+                      f"run takes {res['warm_over_cold']:.1%} of its cold run, and "
+                      f"{res['graphmend_warm']['wall_median_s'] / res['ruff']['wall_median_s']:.2f}x ruff's cold run.")
+    lines[-1] += (" ruff runs its default rule set (pyflakes and pycodestyle errors), graphmend its graph-break "
+                  "rules; both parse every file on a cold run. ruff uses all cores; graphmend as configured by its "
+                  "defaults.")
     if res.get("graphmend_errors"):
         lines += ["", f"graphmend stderr (last run): `{res['graphmend_errors'][:300]}`"]
     return "\n".join(lines)
@@ -125,28 +141,45 @@ def main(argv=None) -> int:
         print("check_speed: no files", file=sys.stderr)
         return 2
     n_bytes = sum(os.path.getsize(f) for f in files)
-    gcmd = [args.graphmend, "check", "--exit-zero", "--output-format", "json", *files]
+    cache_root = tempfile.mkdtemp(prefix="check-speed-")
+    gcmd = [args.graphmend, "check", "--no-cache", "--exit-zero", "--output-format", "json", *files]
     rcmd = [args.ruff, "check", "--no-cache", "--isolated", "--exit-zero", "--output-format", "json", *files]
-    measure(gcmd)  # warm-up: page cache for both
-    measure(rcmd)
-    gr, rr = [], []
-    for i in range(args.reps):
-        for which in ((gcmd, gr), (rcmd, rr)) if i % 2 == 0 else ((rcmd, rr), (gcmd, gr)):
-            which[1].append(measure(which[0]))
-    g, r = summarize(gr, len(files), n_bytes), summarize(rr, len(files), n_bytes)
+    gwarm = [args.graphmend, "check", "--cache-dir", os.path.join(cache_root, "graphmend"), "--exit-zero",
+             "--output-format", "json", *files]
+    rwarm = [args.ruff, "check", "--cache-dir", os.path.join(cache_root, "ruff"), "--isolated", "--exit-zero",
+             "--output-format", "json", *files]
+    commands = {"graphmend": gcmd, "ruff": rcmd, "graphmend_warm": gwarm, "ruff_warm": rwarm}
+    runs: dict[str, list[dict]] = {k: [] for k in commands}
+    try:
+        for cmd in commands.values():
+            measure(cmd)  # warm-up: the page cache for all, and each warm run's cache
+        for i in range(args.reps):
+            order = list(commands) if i % 2 == 0 else list(reversed(commands))
+            for key in order:
+                runs[key].append(measure(commands[key]))
+    finally:
+        shutil.rmtree(cache_root, ignore_errors=True)
+    summary = {k: summarize(v, len(files), n_bytes) for k, v in runs.items()}
+    g, r = summary["graphmend"], summary["ruff"]
+    gr = runs["graphmend"]
     res = {"meta": {"date": dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
                     "machine": common.machine(), "transformers": version, "files": len(files), "bytes": n_bytes,
-                    "reps": args.reps, "graphmend_cmd": [args.graphmend, "check", "--exit-zero", "--output-format",
-                                                         "json", "FILES"],
-                    "ruff_cmd": [args.ruff, "check", "--no-cache", "--isolated", "--exit-zero", "--output-format",
-                                 "json", "FILES"],
+                    "reps": args.reps, "graphmend_cmd": [*gcmd[:6], "FILES"], "ruff_cmd": [*rcmd[:7], "FILES"],
+                    "graphmend_warm_cmd": [*gwarm[:3], "TMP", *gwarm[4:7], "FILES"],
+                    "ruff_warm_cmd": [*rwarm[:3], "TMP", *rwarm[4:8], "FILES"],
                     "graphmend_version": common.tool_version([args.graphmend, "--version"]),
                     "ruff_version": common.tool_version([args.ruff, "--version"])},
-           "graphmend": g, "ruff": r,
+           **summary,
            "ratio_wall": g["wall_median_s"] / r["wall_median_s"],
            "ratio_cpu": g["cpu_median_s"] / max(r["cpu_median_s"], 1e-9),
            "ratio_rss": g["peak_rss_mb"] / max(r["peak_rss_mb"], 1e-9),
+           "ratio_wall_warm": summary["graphmend_warm"]["wall_median_s"] / summary["ruff_warm"]["wall_median_s"],
+           "warm_over_cold": summary["graphmend_warm"]["wall_median_s"] / g["wall_median_s"],
            "graphmend_errors": gr[-1]["stderr"].strip() if gr[-1]["rc"] != 0 else ""}
+    if summary["graphmend_warm"]["findings"] != g["findings"]:
+        print(f"check_speed: the warm run reported {summary['graphmend_warm']['findings']} findings, the cold run "
+              f"{g['findings']}", file=sys.stderr)
+        return 1
     os.makedirs(os.path.dirname(args.out), exist_ok=True)
     with open(args.out, "w") as f:
         json.dump(res, f, indent=1)

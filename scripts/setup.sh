@@ -9,7 +9,7 @@ GRAMMAR_VERSION=0.23.6
 # sha512 integrity of tree-sitter-python@0.23.6 as published on the npm registry.
 TORCH_VERSION=2.13.0
 
-need_pkgs=(libtree-sitter-dev libdtl-dev nlohmann-json3-dev libasio-dev libspdlog-dev doctest-dev libtomlplusplus-dev libcli11-dev pkg-config
+need_pkgs=(libtree-sitter-dev libdtl-dev nlohmann-json3-dev libasio-dev libspdlog-dev doctest-dev libtomlplusplus-dev libcli11-dev libxxhash-dev pkg-config
            neovim clang libclang-rt-dev)
 missing=()
 for p in "${need_pkgs[@]}"; do

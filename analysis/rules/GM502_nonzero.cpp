@@ -21,8 +21,23 @@ const RuleInfo kInfo{
     .fixable = false,
 };
 
+// `x.nonzero(as_tuple=...)` is torch's signature alone (numpy's `nonzero()` takes no argument), so the
+// receiver is a tensor unless it is proven to be something else.
+bool torch_nonzero_signature(const RuleContext& ctx, TSNode call, const FunctionInfo& fn) {
+  TSNode callee = unparenthesize(field(call, "function"));
+  if (!is_type(callee, "attribute") || ctx.text(field(callee, "attribute")) != "nonzero") return false;
+  if (ctx.model.kind_of(field(callee, "object"), fn) != ValueKind::Unknown) return false;
+  TSNode args = field(call, "arguments");
+  for (uint32_t i = 0; !ts_node_is_null(args) && i < ts_node_named_child_count(args); ++i) {
+    TSNode arg = ts_node_named_child(args, i);
+    if (is_type(arg, "keyword_argument") && ctx.text(field(arg, "name")) == "as_tuple") return true;
+  }
+  return false;
+}
+
 void check(RuleContext& ctx, const Visit& v) {
   std::string method = tensor_method(ctx, v.node, v.function);
+  if (method.empty() && torch_nonzero_signature(ctx, v.node, v.function)) method = "nonzero";
   std::string q = callee_qualified(ctx, v.node);
   bool hit = method == "nonzero" || method == "argwhere" || q == "torch.nonzero" || q == "torch.argwhere";
   if (!hit) return;

@@ -2,8 +2,10 @@
 
 #include <algorithm>
 #include <functional>
+#include <set>
 #include <unordered_map>
 
+#include "graphmend/analysis/noqa.h"
 #include "graphmend/analysis/semantic.h"
 #include "rule.h"
 
@@ -92,44 +94,6 @@ class TracedWalker {
   std::vector<TSNode> path_;  // the nodes being walked, outermost first
 };
 
-// `# noqa`, `# noqa: GM101, GM2` on the finding's first line.
-bool suppressed_by_noqa(std::string_view line, std::string_view code) {
-  auto pos = line.find("# noqa");
-  if (pos == std::string_view::npos) pos = line.find("#noqa");
-  if (pos == std::string_view::npos) return false;
-  std::string_view rest = line.substr(pos);
-  rest.remove_prefix(rest.find("noqa") + 4);
-  if (!rest.starts_with(":")) return true;  // bare noqa: everything on the line
-  rest.remove_prefix(1);
-  size_t i = 0;
-  while (i < rest.size()) {
-    while (i < rest.size() && (rest[i] == ' ' || rest[i] == ',')) ++i;
-    size_t j = i;
-    while (j < rest.size() && (std::isalnum(static_cast<unsigned char>(rest[j])))) ++j;
-    if (j == i) break;
-    std::string_view token = rest.substr(i, j - i);
-    if (code.starts_with(token)) return true;
-    i = j;
-  }
-  return false;
-}
-
-bool file_is_exempt(std::string_view text) {
-  // `# graphmend: noqa` on a line of its own exempts the whole file.
-  size_t pos = 0;
-  while ((pos = text.find("graphmend: noqa", pos)) != std::string_view::npos) {
-    size_t line_start = text.find_last_of("\r\n", pos);
-    line_start = line_start == std::string_view::npos ? 0 : line_start + 1;
-    std::string_view prefix = text.substr(line_start, pos - line_start);
-    auto first = prefix.find_first_not_of(" \t");
-    if (first != std::string_view::npos && prefix[first] == '#' &&
-        prefix.find_first_not_of(" \t#", first) == std::string_view::npos)
-      return true;
-    pos += 15;
-  }
-  return false;
-}
-
 // Nothing is invented inside a region the parser could not read.
 bool in_error_range(const std::vector<ByteRange>& errors, ByteRange range) {
   return std::any_of(errors.begin(), errors.end(), [&](const ByteRange& e) {
@@ -148,8 +112,8 @@ void sort_findings(std::vector<Finding>& findings) {
                  findings.end());
 }
 
-// Runs the rules over `functions` (compiled, not disabled) and keeps what config, noqa comments and
-// parse errors let through, sorted by position.
+// Runs the rules over `functions` (compiled, not disabled) and keeps what config and parse errors let
+// through, sorted by position; noqa directives are applied last (apply_noqa), over the whole file.
 std::vector<Finding> run_rules(const Document& document, const Config& config, const SemanticModel& model,
                                const std::vector<const FunctionInfo*>& functions) {
   RuleContext ctx(document, model);
@@ -165,13 +129,33 @@ std::vector<Finding> run_rules(const Document& document, const Config& config, c
   for (Finding& f : ctx.take()) {
     if (in_error_range(errors, f.range)) continue;
     if (!config.enabled(f.rule->code, document.path())) continue;
-    uint32_t line = document.lines().line_of(f.range.start);
-    std::string_view line_text = std::string_view(document.text()).substr(
-        document.lines().line_start(line), document.lines().line_end(line) - document.lines().line_start(line));
-    if (suppressed_by_noqa(line_text, f.rule->code)) continue;
     out.push_back(std::move(f));
   }
   sort_findings(out);
+  return out;
+}
+
+// The findings of `found` that no noqa directive suppresses (one on the finding's first line, or a
+// file-level one), then GM001's on the directives that suppressed nothing, when it is enabled and the
+// whole file was read: which directives were used is known only here.
+std::vector<Finding> apply_noqa(const Document& document, const Config& config, const NoqaDirectives& noqa,
+                                const std::vector<Finding>& found, bool fully_read) {
+  std::set<std::pair<const NoqaDirective*, size_t>> used;
+  auto suppressed = [&](const Finding& f) {
+    auto match = noqa.suppressing(f.rule->code, document.lines().line_of(f.range.start));
+    if (match) used.insert({match->directive, match->code_index});
+    return match.has_value();
+  };
+  std::vector<Finding> out;
+  for (const Finding& f : found) {
+    if (!suppressed(f)) out.push_back(f);
+  }
+  if (fully_read && config.enabled(unused_noqa_rule().code, document.path())) {
+    for (Finding& f : unused_noqa(document, config, noqa, used)) {
+      if (!suppressed(f)) out.push_back(std::move(f));
+    }
+    sort_findings(out);
+  }
   return out;
 }
 
@@ -203,7 +187,7 @@ std::vector<Problem> problems_of(const Document& document, const SemanticModel& 
   return out;
 }
 
-// The whole-file analysis with `model` (already built for `document`).
+// The whole-file analysis with `model` (already built for `document`), before noqa directives apply.
 Analysis analyze_whole(const Document& document, const Config& config, std::shared_ptr<SemanticModel> model,
                        bool exempt) {
   Analysis result{model, {}, problems_of(document, *model, exempt)};
@@ -234,13 +218,17 @@ bool shift_outside(Finding& finding, const Document::Changes& changes) {
 }  // namespace
 
 Analysis analyze(const Document& document, const Config& config) {
+  const NoqaDirectives noqa(document.text(), document.lines());
   auto model = std::make_shared<SemanticModel>(document, config.scope, config.traced_from_workspace);
-  return analyze_whole(document, config, model, file_is_exempt(document.text()));
+  Analysis analysis = analyze_whole(document, config, model, noqa.file_exempt());
+  analysis.findings = apply_noqa(document, config, noqa, analysis.findings, analysis.fully_read());
+  return analysis;
 }
 
 IncrementalAnalyzer::Result IncrementalAnalyzer::run(Document& document, const Config& config, uint64_t generation,
                                                      const Finish& finish) {
-  const bool exempt = file_is_exempt(document.text());
+  const NoqaDirectives noqa(document.text(), document.lines());
+  const bool exempt = noqa.file_exempt();
   const bool reusable = model_ && document_ == &document && generation_ == generation && exempt == exempt_ && !exempt;
   if (document.parse_pending()) {
     // The reparse ran out of its budget (error recovery): the last analysis, moved through the edits,
@@ -250,15 +238,15 @@ IncrementalAnalyzer::Result IncrementalAnalyzer::run(Document& document, const C
       std::vector<Problem> skipped = carried_problems(*edits, Problem::Kind::NotAnalysed);
       problems.insert(problems.end(), skipped.begin(), skipped.end());
       sort_problems(problems);
-      return Result{{model_, carried(*edits, {}), std::move(problems)}, ByteRange{}, true, true};
+      return Result{{model_, carried(reported_, *edits, {}), std::move(problems)}, ByteRange{}, true, true};
     }
     document.finish_parse();
   }
   // Changes since the text the model describes (the document's base; several edits when held).
   std::optional<Document::Changes> changes = document.changes_since_base();
   if (reusable && changes) {
-    if (changes->unchanged) return {{model_, findings_, problems_}, ByteRange{}, false, false};
-    if (auto updated = update(document, config, *changes, finish)) {
+    if (changes->unchanged) return {{model_, reported_, problems_}, ByteRange{}, false, false};
+    if (auto updated = update(document, config, noqa, *changes, finish)) {
       document.rebase();
       held_ = 0;
       return *updated;
@@ -270,6 +258,7 @@ IncrementalAnalyzer::Result IncrementalAnalyzer::run(Document& document, const C
   held_ = 0;
   model_.reset();
   findings_.clear();
+  reported_.clear();
   problems_.clear();
   model_ = std::make_shared<SemanticModel>(document, config.scope, config.traced_from_workspace);
   document_ = &document;
@@ -279,13 +268,15 @@ IncrementalAnalyzer::Result IncrementalAnalyzer::run(Document& document, const C
   if (finish) finish(document, analysis);
   findings_ = analysis.findings;
   problems_ = analysis.problems;
+  analysis.findings = reported_ = apply_noqa(document, config, noqa, findings_, analysis.fully_read());
   return {std::move(analysis), std::nullopt, false, false};
 }
 
-std::vector<Finding> IncrementalAnalyzer::carried(const Document::Changes& changes,
+std::vector<Finding> IncrementalAnalyzer::carried(const std::vector<Finding>& findings,
+                                                  const Document::Changes& changes,
                                                   const std::vector<ByteRange>& errors) const {
   std::vector<Finding> out;
-  for (const Finding& f : findings_) {
+  for (const Finding& f : findings) {
     Finding moved = f;
     if (shift_outside(moved, changes) && !in_error_range(errors, moved.range)) out.push_back(std::move(moved));
   }
@@ -307,7 +298,7 @@ std::optional<IncrementalAnalyzer::Result> IncrementalAnalyzer::hold(const Docum
   std::vector<Problem> skipped = carried_problems(changes, Problem::Kind::NotAnalysed);
   problems.insert(problems.end(), skipped.begin(), skipped.end());
   sort_problems(problems);
-  return Result{{model_, carried(changes, errors), std::move(problems)}, ByteRange{}, true, false};
+  return Result{{model_, carried(reported_, changes, errors), std::move(problems)}, ByteRange{}, true, false};
 }
 
 std::vector<Problem> IncrementalAnalyzer::carried_problems(const Document::Changes& changes, Problem::Kind kind) const {
@@ -323,6 +314,7 @@ std::vector<Problem> IncrementalAnalyzer::carried_problems(const Document::Chang
 }
 
 std::optional<IncrementalAnalyzer::Result> IncrementalAnalyzer::update(const Document& document, const Config& config,
+                                                                       const NoqaDirectives& noqa,
                                                                        const Document::Changes& changes,
                                                                        const Finish& finish) {
   // Where the edited function was before the edit: its findings are replaced, the others carried.
@@ -345,13 +337,15 @@ std::optional<IncrementalAnalyzer::Result> IncrementalAnalyzer::update(const Doc
   for (Finding& f : fresh.findings) findings_.push_back(std::move(f));
   sort_findings(findings_);
   problems_ = std::move(fresh.problems);
-  return Result{{model_, findings_, problems_}, function->range, false, false};
+  reported_ = apply_noqa(document, config, noqa, findings_, problems_.empty());
+  return Result{{model_, reported_, problems_}, function->range, false, false};
 }
 
 void IncrementalAnalyzer::reset() {
   held_ = 0;
   model_.reset();
   findings_.clear();
+  reported_.clear();
   problems_.clear();
   document_ = nullptr;
 }

@@ -1,12 +1,46 @@
 #include "graphmend/analysis/config.h"
 
-#include <fnmatch.h>
-
 #include <algorithm>
+#include <array>
 #include <toml++/toml.h>
+
+#include "graphmend/analysis/glob.h"
 
 namespace graphmend {
 namespace {
+
+// The one table of [tool.graphmend] keys (see ConfigKey); load_pyproject reads each below.
+constexpr std::array<ConfigKey, 11> kConfigKeys{{
+    {"select", ConfigValueKind::StringList, R"(["GM"])", R"(["GM1", "GM201"])",
+     "Rule codes or prefixes to enable (`GM`, `GM1`, `GM101`, `ALL`)."},
+    {"extend-select", ConfigValueKind::StringList, "[]", R"(["GM6"])",
+     "Rule codes or prefixes to enable in addition to `select`."},
+    {"ignore", ConfigValueKind::StringList, "[]", R"(["GM104"])",
+     "Rule codes or prefixes to disable; they win over `select` and `extend-select`."},
+    {"per-file-ignores", ConfigValueKind::GlobToCodeList, "{}", R"({"tests/**/*.py": ["GM2"]})",
+     "Rule codes or prefixes to disable in the files matching a glob (relative to the configuration's folder; "
+     "a glob without `/` matches file names)."},
+    {"scope", ConfigValueKind::Scope, R"("compiled")", R"("all")",
+     "`compiled`: only code torch.compile traces (module forwards, compiled functions and their callees); "
+     "`all`: every function, for libraries whose code others compile."},
+    {"validate", ConfigValueKind::StringList, "[]", R"(["examples/model.py::example"])",
+     "Validation targets (`path.py::factory`) for the editor's validation code lens."},
+    {"docs-url", ConfigValueKind::String, "", R"("https://example.org/graphmend/rules")",
+     "Base URL of the rule pages: a rule's link is `<docs-url>/GMxxx.md`."},
+    {"exclude", ConfigValueKind::StringList,
+     R"([".bzr", ".direnv", ".eggs", ".git", ".git-rewrite", ".hg", ".ipynb_checkpoints", ".mypy_cache", ".nox", )"
+     R"(".pants.d", ".pyenv", ".pytest_cache", ".pytype", ".ruff_cache", ".svn", ".tox", ".venv", ".vscode", )"
+     R"("__pypackages__", "_build", "buck-out", "dist", "node_modules", "site-packages", "venv"])",
+     R"([".git", ".venv", "generated/**"])",
+     "Files and folders not checked (globs; replaces the default list). A glob without `/` matches names "
+     "anywhere, one with `/` the path relative to the configuration's folder."},
+    {"extend-exclude", ConfigValueKind::StringList, "[]", R"(["third_party", "tests/fixtures/*.py"])",
+     "Files and folders not checked, in addition to `exclude`."},
+    {"respect-gitignore", ConfigValueKind::Boolean, "true", "false",
+     "Skip the files that `.gitignore`, `.git/info/exclude` and `.ignore` files ignore."},
+    {"force-exclude", ConfigValueKind::Boolean, "false", "true",
+     "Apply `exclude` and `extend-exclude` to paths given on the command line too."},
+}};
 
 bool has_prefix(std::string_view code, const std::vector<std::string>& prefixes) {
   return std::any_of(prefixes.begin(), prefixes.end(), [&](const std::string& p) {
@@ -14,43 +48,142 @@ bool has_prefix(std::string_view code, const std::vector<std::string>& prefixes)
   });
 }
 
-std::vector<std::string> string_list(const toml::node* node, const std::filesystem::path& file, const char* key) {
+std::string where(const std::filesystem::path& file, const toml::source_region& src) {
+  return file.string() + ":" + std::to_string(src.begin.line) + ":" + std::to_string(src.begin.column);
+}
+
+std::vector<std::string> string_list(const toml::node& node, const std::filesystem::path& file, std::string_view key) {
   std::vector<std::string> out;
-  if (!node) return out;
-  const toml::array* arr = node->as_array();
-  if (!arr) {
-    const auto& src = node->source();
-    throw ConfigError(file.string() + ":" + std::to_string(src.begin.line) + ":" + std::to_string(src.begin.column) +
-                      ": [tool.graphmend] " + key + " must be a list of strings");
-  }
+  const toml::array* arr = node.as_array();
+  if (!arr)
+    throw ConfigError(where(file, node.source()) + ": [tool.graphmend] " + std::string(key) +
+                      " must be a list of strings");
   for (const auto& item : *arr) {
     const auto* s = item.as_string();
-    if (!s) {
-      const auto& src = item.source();
-      throw ConfigError(file.string() + ":" + std::to_string(src.begin.line) + ":" + std::to_string(src.begin.column) +
-                        ": [tool.graphmend] " + key + " must contain only strings");
-    }
+    if (!s)
+      throw ConfigError(where(file, item.source()) + ": [tool.graphmend] " + std::string(key) +
+                        " must contain only strings");
     out.push_back(s->get());
   }
   return out;
 }
 
+// Optimal string alignment distance (a swap of two neighbours counts one).
+size_t edit_distance(std::string_view a, std::string_view b) {
+  std::vector<std::vector<size_t>> d(a.size() + 1, std::vector<size_t>(b.size() + 1));
+  for (size_t i = 0; i <= a.size(); ++i) d[i][0] = i;
+  for (size_t j = 0; j <= b.size(); ++j) d[0][j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    for (size_t j = 1; j <= b.size(); ++j) {
+      const size_t cost = a[i - 1] == b[j - 1] ? 0 : 1;
+      d[i][j] = std::min({d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + cost});
+      if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1])
+        d[i][j] = std::min(d[i][j], d[i - 2][j - 2] + 1);
+    }
+  }
+  return d[a.size()][b.size()];
+}
+
+// The known key nearest to `key`, when it is close (`_` for `-` counts nothing).
+std::optional<std::string_view> suggestion(std::string_view key) {
+  std::string dashed(key);
+  std::replace(dashed.begin(), dashed.end(), '_', '-');
+  std::optional<std::string_view> best;
+  size_t best_distance = std::max<size_t>(2, dashed.size() / 3) + 1;
+  for (const ConfigKey& known : kConfigKeys) {
+    const size_t distance = edit_distance(dashed, known.name);
+    if (distance < best_distance) {
+      best = known.name;
+      best_distance = distance;
+    }
+  }
+  return best;
+}
+
+void read_key(Config& config, const ConfigKey& key, const toml::node& node, const std::filesystem::path& file) {
+  const std::string name(key.name);
+  switch (key.kind) {
+    case ConfigValueKind::StringList: {
+      auto list = string_list(node, file, name);
+      if (name == "select")
+        config.select = std::move(list);
+      else if (name == "extend-select")
+        config.extend_select = std::move(list);
+      else if (name == "ignore")
+        config.ignore = std::move(list);
+      else if (name == "validate")
+        config.validate_targets = std::move(list);
+      else if (name == "exclude")
+        config.exclude = std::move(list);
+      else if (name == "extend-exclude")
+        config.extend_exclude = std::move(list);
+      return;
+    }
+    case ConfigValueKind::String: {
+      auto s = node.value<std::string>();
+      if (!s || s->empty())
+        throw ConfigError(where(file, node.source()) + ": [tool.graphmend] " + name + " must be a non-empty string");
+      if (name == "docs-url") config.docs_url = *s;
+      return;
+    }
+    case ConfigValueKind::Boolean: {
+      auto b = node.value<bool>();
+      if (!node.is_boolean() || !b)
+        throw ConfigError(where(file, node.source()) + ": [tool.graphmend] " + name + " must be true or false");
+      if (name == "respect-gitignore")
+        config.respect_gitignore = *b;
+      else if (name == "force-exclude")
+        config.force_exclude = *b;
+      return;
+    }
+    case ConfigValueKind::Scope: {
+      auto s = node.value<std::string>();
+      if (!node.is_string() || !s || (*s != "compiled" && *s != "all"))
+        throw ConfigError(where(file, node.source()) + ": [tool.graphmend] " + name +
+                          " must be \"compiled\" or \"all\"");
+      config.scope = *s == "all" ? Scope::All : Scope::Compiled;
+      return;
+    }
+    case ConfigValueKind::GlobToCodeList: {
+      const toml::table* t = node.as_table();
+      if (!t) throw ConfigError(where(file, node.source()) + ": [tool.graphmend] " + name + " must be a table");
+      for (const auto& [glob, value] : *t)
+        config.per_file_ignores.emplace_back(std::string(glob.str()), string_list(value, file, name));
+      return;
+    }
+  }
+}
+
 }  // namespace
 
+const std::vector<std::string>& Config::default_exclude() {
+  static const std::vector<std::string> kDefault{
+      ".bzr",        ".direnv",      ".eggs",         ".git",    ".git-rewrite",   ".hg",     ".ipynb_checkpoints",
+      ".mypy_cache", ".nox",         ".pants.d",      ".pyenv",  ".pytest_cache",  ".pytype", ".ruff_cache",
+      ".svn",        ".tox",         ".venv",         ".vscode", "__pypackages__", "_build",  "buck-out",
+      "dist",        "node_modules", "site-packages", "venv"};
+  return kDefault;
+}
+
+std::span<const ConfigKey> config_keys() { return kConfigKeys; }
+
+bool opt_in_rule(std::string_view code) { return code.starts_with("GM0"); }
+
 bool Config::enabled(std::string_view code, const std::filesystem::path& path) const {
-  bool selected = has_prefix(code, select) || has_prefix(code, extend_select);
+  // Opt-in rules (GM0xx) are selected only by a selector naming their family at least: `GM0`, `GM001`.
+  auto selects = [&](const std::vector<std::string>& selectors) {
+    if (!opt_in_rule(code)) return has_prefix(code, selectors);
+    return std::any_of(selectors.begin(), selectors.end(),
+                       [&](const std::string& s) { return s.size() >= 3 && code.starts_with(s); });
+  };
+  bool selected = selects(select) || selects(extend_select);
   if (!selected || has_prefix(code, ignore)) return false;
   if (per_file_ignores.empty()) return true;
-  std::filesystem::path rel = path;
-  if (source) {
-    std::error_code ec;
-    auto r = std::filesystem::relative(std::filesystem::absolute(path, ec), source->parent_path(), ec);
-    if (!ec && !r.empty()) rel = r;
-  }
-  std::string rel_s = rel.generic_string(), name = rel.filename().string();
+  std::error_code ec;
+  const std::filesystem::path file = std::filesystem::absolute(path, ec);
+  const std::filesystem::path base = source ? source->parent_path() : std::filesystem::current_path(ec);
   for (const auto& [glob, prefixes] : per_file_ignores) {
-    bool match = fnmatch(glob.c_str(), rel_s.c_str(), 0) == 0 || fnmatch(glob.c_str(), name.c_str(), 0) == 0;
-    if (match && has_prefix(code, prefixes)) return false;
+    if (has_prefix(code, prefixes) && path_matches(glob, file, base)) return false;
   }
   return true;
 }
@@ -62,44 +195,23 @@ Config load_pyproject(const std::filesystem::path& pyproject) {
   try {
     table = toml::parse_file(pyproject.string());
   } catch (const toml::parse_error& e) {
-    const auto& src = e.source();
-    throw ConfigError(pyproject.string() + ":" + std::to_string(src.begin.line) + ":" +
-                      std::to_string(src.begin.column) + ": invalid TOML: " + std::string(e.description()));
+    throw ConfigError(where(pyproject, e.source()) + ": invalid TOML: " + std::string(e.description()));
   }
-  const toml::table* gm = table["tool"]["graphmend"].as_table();
-  if (!gm) return config;
-  if (auto* n = gm->get("select")) config.select = string_list(n, pyproject, "select");
-  if (auto* n = gm->get("ignore")) config.ignore = string_list(n, pyproject, "ignore");
-  if (auto* n = gm->get("extend-select")) config.extend_select = string_list(n, pyproject, "extend-select");
-  if (auto* n = gm->get("validate")) config.validate_targets = string_list(n, pyproject, "validate");
-  if (auto* n = gm->get("scope")) {
-    auto s = n->value<std::string>();
-    if (!s || (*s != "compiled" && *s != "all")) {
-      const auto& src = n->source();
-      throw ConfigError(pyproject.string() + ":" + std::to_string(src.begin.line) + ":" +
-                        std::to_string(src.begin.column) + ": [tool.graphmend] scope must be \"compiled\" or \"all\"");
+  const toml::node* node = table["tool"]["graphmend"].node();
+  if (!node) return config;
+  const toml::table* gm = node->as_table();
+  if (!gm) throw ConfigError(where(pyproject, node->source()) + ": [tool.graphmend] must be a table");
+  for (const auto& [key, value] : *gm) {
+    const auto known =
+        std::find_if(kConfigKeys.begin(), kConfigKeys.end(), [&](const ConfigKey& k) { return k.name == key.str(); });
+    if (known == kConfigKeys.end()) {
+      std::string message =
+          where(pyproject, key.source()) + ": unknown key `" + std::string(key.str()) + "` in [tool.graphmend]";
+      if (auto near = suggestion(key.str())) message += "; did you mean `" + std::string(*near) + "`?";
+      throw ConfigError(message);
     }
-    config.scope = *s == "all" ? Scope::All : Scope::Compiled;
-  }
-  if (auto* n = gm->get("docs-url")) {
-    auto s = n->value<std::string>();
-    if (!s || s->empty()) {
-      const auto& src = n->source();
-      throw ConfigError(pyproject.string() + ":" + std::to_string(src.begin.line) + ":" +
-                        std::to_string(src.begin.column) + ": [tool.graphmend] docs-url must be a non-empty string");
-    }
-    config.docs_url = *s;
-  }
-  if (auto* pfi = gm->get("per-file-ignores")) {
-    const toml::table* t = pfi->as_table();
-    if (!t) {
-      const auto& src = pfi->source();
-      throw ConfigError(pyproject.string() + ":" + std::to_string(src.begin.line) + ":" +
-                        std::to_string(src.begin.column) + ": [tool.graphmend] per-file-ignores must be a table");
-    }
-    for (const auto& [key, value] : *t) {
-      config.per_file_ignores.emplace_back(std::string(key.str()), string_list(&value, pyproject, "per-file-ignores"));
-    }
+    read_key(config, *known, value, pyproject);
+    config.keys_set.emplace(known->name);
   }
   return config;
 }

@@ -2,10 +2,13 @@
 // code whose type it asks for, with the facts of the function being traced.
 #pragma once
 
+#include <set>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
+#include "graphmend/analysis/config.h"
 #include "graphmend/analysis/document.h"
 #include "graphmend/analysis/finding.h"
 #include "graphmend/analysis/semantic.h"
@@ -45,6 +48,14 @@ struct Rule {
 };
 
 const std::vector<const Rule*>& registered_rules();
+
+class NoqaDirectives;
+struct NoqaDirective;
+// GM001 (rules/GM001_unused_noqa.cpp) looks at the noqa directives, not at traced code: the analyzer
+// runs it once the other rules' findings are known, with `used` holding each (directive, code index)
+// that suppressed one (code index npos: a blanket directive). Its findings come with their fix.
+std::vector<Finding> unused_noqa(const Document& document, const Config& config, const NoqaDirectives& directives,
+                                 const std::set<std::pair<const NoqaDirective*, size_t>>& used);
 
 // Helpers shared by rules.
 // `call`'s callee is `receiver.method(...)` with a tensor receiver; returns the method name or "".

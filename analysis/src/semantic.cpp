@@ -244,6 +244,20 @@ SemanticModel::SemanticModel(const Document& document, Scope scope, const std::v
   index_definitions();
   collect_compile_call_targets();
   for (const std::string& name : traced_from_workspace) {
+    // "@d": another file's traced function is decorated with this file's `d`: d's wrappers run.
+    if (name.starts_with("@")) {
+      auto it = top_level_by_name_.find(name.substr(1));
+      if (it == top_level_by_name_.end()) continue;
+      if (auto nested = nested_.find(it->second); nested != nested_.end()) {
+        for (FunctionInfo* g : nested->second) {
+          g->is_entry = true;
+          g->entry_description = "`" + g->name + "` inside decorator `" + it->second->name +
+                                 "`, which wraps a function compiled in another workspace file";
+          g->entry_range = node_range(field(g->node, "name"));
+        }
+      }
+      continue;
+    }
     for (auto& f : functions_) {
       if (!f->owner && !f->parent && f->name == name && !f->is_entry) {
         f->is_entry = true;
@@ -433,6 +447,7 @@ void SemanticModel::collect_definitions(TSNode node, ClassInfo* owner, FunctionI
         for_each_named_child(child, [&](TSNode deco) {
           if (!is_type(deco, "decorator")) return;
           TSNode expr = ts_node_named_child(deco, 0);
+          if (is_type(expr, "identifier")) raw->decorator_names.push_back(text_of(document_, expr));
           TSNode callee = is_type(expr, "call") ? field(expr, "function") : expr;
           auto q = qualified_name(callee);
           if (!q) return;
@@ -1124,6 +1139,19 @@ void SemanticModel::mark_compiled_regions(Scope scope) {
         if (!g->compiled) enter(g, f->entry_description, f->entry_range);
       }
     }
+    // A decorator of this file wrapping a traced function: calling it runs the wrapper (the decorator's
+    // nested functions), not the decorator's own body, which ran once at definition time.
+    for (const std::string& name : f->decorator_names) {
+      auto d = top_level_by_name_.find(name);
+      if (d == top_level_by_name_.end() || d->second == f) continue;
+      if (auto nested = nested_.find(d->second); nested != nested_.end()) {
+        for (FunctionInfo* g : nested->second) {
+          if (!g->compiled)
+            enter(g, "`" + g->name + "` inside decorator `" + name + "`, which wraps traced `" + f->qualified_name + "`",
+                  node_range(field(g->node, "name")));
+        }
+      }
+    }
     for_each_body_node(*f, [&](TSNode node) {
       if (!is_type(node, "call")) return;
       const FunctionInfo* callee = resolve_callee(node, *f);
@@ -1146,6 +1174,15 @@ std::vector<std::pair<std::string, std::string>> SemanticModel::imported_calls(c
     auto dot = q.rfind('.');
     if (dot == std::string::npos || q.starts_with("torch.")) continue;
     out.emplace_back(q.substr(0, dot), q.substr(dot + 1));
+  }
+  // An imported decorator wrapping it: "@name" asks the decorator's file to trace its wrappers.
+  for (const std::string& name : function.decorator_names) {
+    auto it = imports_.find(name);
+    if (it == imports_.end()) continue;
+    const std::string& q = it->second;
+    auto dot = q.rfind('.');
+    if (dot == std::string::npos || q.starts_with("torch.")) continue;
+    out.emplace_back(q.substr(0, dot), "@" + q.substr(dot + 1));
   }
   return out;
 }

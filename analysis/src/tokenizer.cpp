@@ -52,7 +52,10 @@ std::string block_owner(std::string_view keyword) {
 
 class Scanner {
  public:
-  explicit Scanner(std::string_view text) : t_(text), n_(text.size()) {}
+  // With `layout`, the scan also records comments and the line ends that are not code, and does not stop
+  // at an error.
+  explicit Scanner(std::string_view text, CommentLayout* layout = nullptr)
+      : t_(text), n_(text.size()), layout_(layout) {}
 
   std::optional<TokenizerError> run() {
     size_t i = t_.starts_with("\xEF\xBB\xBF") ? 3 : 0;
@@ -60,18 +63,19 @@ class Scanner {
     while (true) {
       if (line_start) {
         line_start = false;
-        if (auto error = indentation(i)) return error;
+        if (auto error = indentation(i); error && !layout_) return error;
       }
       if (gave_up_) return std::nullopt;
       if (i >= n_) break;
       const char c = t_[i];
       if (c == '#') {
-        while (i < n_ && !is_eol(t_[i])) ++i;
+        i = comment(i);
       } else if (is_eol(c)) {
         i = after_eol(i);
         if (level_ == 0 && tokens_ > 0) end_logical_line();
         line_start = level_ == 0;
       } else if (c == '\\' && i + 1 < n_ && is_eol(t_[i + 1])) {
+        not_code(i + 1);
         i = after_eol(i + 1);  // continued: the next physical line has no indentation of its own
       } else if (c == ' ' || c == '\t' || c == '\f') {
         ++i;
@@ -96,7 +100,7 @@ class Scanner {
         token(!walrus);
       } else {
         if (is_open(c)) {
-          if (level_ >= kMaxLevel) return error_at(i, "SyntaxError: too many nested parentheses");
+          if (level_ >= kMaxLevel && !layout_) return error_at(i, "SyntaxError: too many nested parentheses");
           ++level_;
         } else if (is_close(c) && level_ > 0) {
           --level_;
@@ -117,6 +121,19 @@ class Scanner {
 
  private:
   size_t after_eol(size_t i) const { return t_[i] == '\r' && i + 1 < n_ && t_[i + 1] == '\n' ? i + 2 : i + 1; }
+
+  // Past the comment starting at `i`, recorded.
+  size_t comment(size_t i) {
+    const size_t start = i;
+    while (i < n_ && !is_eol(t_[i])) ++i;
+    if (layout_) layout_->comments.push_back({static_cast<uint32_t>(start), static_cast<uint32_t>(i)});
+    return i;
+  }
+
+  // The line end at `i` (inside a string, or after a backslash) is not code.
+  void not_code(size_t i) {
+    if (layout_) layout_->non_code_line_ends.push_back(static_cast<uint32_t>(i));
+  }
 
   void token(bool colon) {
     last_colon_ = colon;
@@ -150,6 +167,7 @@ class Scanner {
       } else if (c == '\\' && i + 1 < n_ && is_eol(t_[i + 1])) {
         // The first backslash in the indentation decides it (CPython 3.12).
         continued_col = continued_col ? continued_col : col;
+        not_code(i + 1);
         i = after_eol(i + 1);
         continue;
       } else {
@@ -189,13 +207,20 @@ class Scanner {
     while (i < n_) {
       const char c = t_[i];
       if (c == '\\') {
-        i = i + 1 < n_ && is_eol(t_[i + 1]) ? after_eol(i + 1) : i + 2;
+        if (i + 1 < n_ && is_eol(t_[i + 1])) {
+          not_code(i + 1);
+          i = after_eol(i + 1);
+        } else {
+          i += 2;
+        }
       } else if (c == quote) {
         if (!triple) return i + 1;
         if (i + 2 < n_ && t_[i + 1] == quote && t_[i + 2] == quote) return i + 3;
         ++i;
-      } else if (!triple && is_eol(c)) {
-        return i;
+      } else if (is_eol(c)) {
+        if (!triple) return i;
+        not_code(i);
+        i = after_eol(i);
       } else if (formatted && c == '{') {
         if (i + 1 < n_ && t_[i + 1] == '{') {
           i += 2;
@@ -226,6 +251,7 @@ class Scanner {
           continue;
         }
         if (c == quote || (!triple && is_eol(c))) return i;  // malformed: the string's end is found again
+        if (is_eol(c)) not_code(i);
         ++i;
         continue;
       }
@@ -239,7 +265,10 @@ class Scanner {
           j = string(j, formatted, nesting);
         i = j;
       } else if (c == '#') {
-        while (i < n_ && !is_eol(t_[i])) ++i;
+        i = comment(i);
+      } else if (is_eol(c)) {
+        not_code(i);  // a line of a replacement field: no comment is added there
+        i = after_eol(i);
       } else {
         if (is_open(c)) {
           ++depth;
@@ -292,10 +321,17 @@ class Scanner {
   size_t block_start_ = 0;     // where that line starts (its number is counted only for a message)
   std::string_view block_keyword_;
   bool gave_up_ = false;
+  CommentLayout* layout_;
 };
 
 }  // namespace
 
 std::optional<TokenizerError> find_tokenizer_error(std::string_view text) { return Scanner(text).run(); }
+
+CommentLayout find_comments(std::string_view text) {
+  CommentLayout layout;
+  Scanner(text, &layout).run();
+  return layout;
+}
 
 }  // namespace graphmend

@@ -3,7 +3,10 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cstdlib>
+#include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <iostream>
 #include <map>
 #include <mutex>
@@ -12,6 +15,11 @@
 #include <thread>
 #include <variant>
 
+#include "cli/add_noqa.h"
+#include "cli/check_cache.h"
+#include "cli/cli_app.h"
+#include "cli/file_selection.h"
+#include "cli/notebook.h"
 #include "cli/report.h"
 #include "cli/signal_cleanup.h"
 #include "cli/source_file.h"
@@ -25,38 +33,30 @@ namespace fs = std::filesystem;
 
 namespace {
 
-constexpr const char* kUsage = R"(usage: graphmend check [OPTIONS] [PATH...]
+constexpr const char* kDescription =
+    "Report where torch.compile (TorchDynamo) will break the graph, and fix what can be fixed safely.\n"
+    "PATH may be files, notebooks (.ipynb) or folders (searched recursively); `-` reads standard input.";
 
-Report where torch.compile (TorchDynamo) will break the graph, and fix what can be fixed safely.
-PATH may be files or folders (searched recursively); `-` reads standard input.
+constexpr const char* kFooter = R"(exit status: 0 no findings, 1 findings (or a diff with --diff, or fixes applied with
+--exit-non-zero-on-fix), 2 an error: bad usage or configuration, a path that could not be read or a fix
+that could not be written (reported on stderr; --exit-zero keeps 2). With `--fix -`, stdout carries the
+input unchanged whenever the run fails.
+environment: NO_COLOR / FORCE_COLOR (colour, unless --color says otherwise), GRAPHMEND_OUTPUT_FORMAT,
+GRAPHMEND_CACHE_DIR.)";
 
-options:
-  --fix                    apply safe fixes in place (atomic writes; links, line endings, BOM, mode kept)
-  --unsafe-fixes           also apply fixes marked unsafe
-  --diff                   print the fixes as a unified diff and write nothing (exit 1 if any)
-  --select CODES           comma-separated rule codes or prefixes to enable (replaces the configuration's)
-  --extend-select CODES    codes or prefixes to enable in addition
-  --ignore CODES           codes or prefixes to disable
-  --scope compiled|all     only code torch.compile traces (default), or every function
-  --output-format FORMAT   text (default), concise, json, sarif, github
-  --statistics             print counts per rule instead of findings
-  --exit-zero              exit 0 even when graph breaks are found
-  --stdin-filename NAME    the name to report for `-` (and to look up configuration from)
-  --config FILE            use this pyproject.toml instead of searching upward
-  --no-config              ignore pyproject.toml files
-  -j, --jobs N             files checked in parallel (default: number of cores)
-
-exit status: 0 no findings, 1 findings (or a diff with --diff), 2 an error: bad usage or configuration, a
-path that could not be read or a fix that could not be written (reported on stderr; --exit-zero keeps 2).
-With `--fix -`, stdout carries the input unchanged whenever the run fails.
-)";
+enum class Color { Auto, Always, Never };
 
 struct Options {
   std::vector<std::string> paths;
   bool fix = false, unsafe = false, diff = false, statistics = false, exit_zero = false, no_config = false;
+  bool exit_non_zero_on_fix = false, quiet = false, silent = false, no_cache = false;
+  std::optional<bool> show_fixes;  // default: on for `text` output
   std::optional<std::vector<std::string>> select, extend_select, ignore;
   std::optional<Scope> scope;
   OutputFormat format = OutputFormat::Text;
+  Color color = Color::Auto;
+  std::optional<fs::path> output_file;
+  std::optional<fs::path> cache_dir;
   std::string stdin_filename = "-";
   std::optional<fs::path> config_file;
   unsigned jobs = std::max(1u, std::thread::hardware_concurrency());
@@ -72,80 +72,123 @@ struct UsageError : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-std::vector<std::string> split_codes(const std::string& s) {
+std::vector<std::string> rule_selectors(const std::vector<std::string>& items) {
   std::vector<std::string> out;
-  std::stringstream ss(s);
-  std::string item;
-  while (std::getline(ss, item, ',')) {
+  std::vector<std::string> codes;
+  for (const RuleInfo* r : all_rules()) codes.emplace_back(r->code);
+  for (std::string item : items) {
     while (!item.empty() && item.front() == ' ') item.erase(0, 1);
     while (!item.empty() && item.back() == ' ') item.pop_back();
     if (item.empty()) continue;
-    bool known = item == "ALL" || std::any_of(all_rules().begin(), all_rules().end(), [&](const RuleInfo* r) {
-                   return r->code.starts_with(item);
+    bool known = item == "ALL" || std::any_of(codes.begin(), codes.end(), [&](const std::string& c) {
+                   return c.starts_with(item);
                  });
-    if (!known) throw UsageError("unknown rule selector `" + item + "` (see `graphmend rule --all`)");
+    if (!known) {
+      std::string message = "unknown rule selector `" + item + "`";
+      if (auto match = closest_match(item, codes)) message += " (did you mean `" + *match + "`?)";
+      throw UsageError(message + "; `graphmend rule --all` lists the rules");
+    }
     out.push_back(item);
   }
   return out;
 }
 
-Options parse(const std::vector<std::string>& args) {
+// The parsed options, or the exit status to stop with (help printed, or a usage error).
+std::variant<Options, int> parse(const std::vector<std::string>& args) {
   Options o;
-  for (size_t i = 0; i < args.size(); ++i) {
-    const std::string& a = args[i];
-    auto value = [&](const std::string& name) -> std::string {
-      auto eq = a.find('=');
-      if (eq != std::string::npos && a.starts_with("--")) return a.substr(eq + 1);
-      if (i + 1 >= args.size()) throw UsageError(name + " needs a value");
-      return args[++i];
-    };
-    std::string key = a.starts_with("--") ? a.substr(0, a.find('=')) : a;
-    if (a.size() > 2 && a.starts_with("-j") && std::isdigit(static_cast<unsigned char>(a[2]))) {
-      o.jobs = static_cast<unsigned>(std::max(1, std::atoi(a.c_str() + 2)));
-      continue;
-    }
-    if (key == "--fix") o.fix = true;
-    else if (key == "--unsafe-fixes") o.unsafe = true;
-    else if (key == "--diff") o.diff = true;
-    else if (key == "--statistics") o.statistics = true;
-    else if (key == "--exit-zero") o.exit_zero = true;
-    else if (key == "--no-config") o.no_config = true;
-    else if (key == "--select") o.select = split_codes(value(key));
-    else if (key == "--extend-select") o.extend_select = split_codes(value(key));
-    else if (key == "--ignore") o.ignore = split_codes(value(key));
-    else if (key == "--stdin-filename") o.stdin_filename = value(key);
-    else if (key == "--config") o.config_file = value(key);
-    else if (key == "--scope") {
-      std::string s = value(key);
-      if (s != "compiled" && s != "all") throw UsageError("--scope must be `compiled` or `all`");
-      o.scope = s == "all" ? Scope::All : Scope::Compiled;
-    } else if (key == "-j" || key == "--jobs") {
-      std::string s = value(key);
-      try {
-        o.jobs = static_cast<unsigned>(std::max(1, std::stoi(s)));
-      } catch (const std::exception&) {
-        throw UsageError("--jobs takes a number, not `" + s + "`");
-      }
-    } else if (key == "--output-format") {
-      std::string f = value(key);
-      static const std::map<std::string, OutputFormat> formats{{"text", OutputFormat::Text},
-                                                               {"full", OutputFormat::Text},
-                                                               {"concise", OutputFormat::Concise},
-                                                               {"json", OutputFormat::Json},
-                                                               {"sarif", OutputFormat::Sarif},
-                                                               {"github", OutputFormat::Github}};
-      auto it = formats.find(f);
-      if (it == formats.end()) throw UsageError("unknown output format `" + f + "` (text, concise, json, sarif, github)");
-      o.format = it->second;
-    } else if (a == "-h" || a == "--help") {
-      std::cout << kUsage;
-      std::exit(0);
-    } else if (a.starts_with("-") && a != "-") {
-      throw UsageError("unknown option `" + a + "`");
-    } else {
-      o.paths.push_back(a);
-    }
+  auto app = make_app("check", kDescription);
+  app->footer(kFooter);
+  app->add_option("PATH", o.paths, "files, notebooks or folders to check (default: .)")
+      ->type_name("PATH");
+  app->add_flag("--fix,!--no-fix", o.fix, "apply safe fixes in place (atomic writes; links, line endings, BOM, mode kept)");
+  app->add_flag("--unsafe-fixes,!--no-unsafe-fixes", o.unsafe, "also apply fixes marked unsafe");
+  app->add_flag("--diff", o.diff, "print the fixes as a unified diff and write nothing (exit 1 if any)");
+  bool show_fixes = false;
+  auto* show = app->add_flag("--show-fixes,!--no-show-fixes", show_fixes,
+                             "show each finding's fix (or why there is none); on by default in `text` output, and "
+                             "with --fix it lists what was fixed");
+  std::vector<std::string> select, extend_select, ignore;
+  auto* select_opt = app->add_option("--select", select, "rule codes or prefixes to enable, comma-separated or repeated "
+                                                         "(replaces the configuration's)")
+                         ->delimiter(',')
+      ->allow_extra_args(false)
+      ->type_name("CODES");
+  auto* extend_opt =
+      app->add_option("--extend-select", extend_select, "codes or prefixes to enable in addition")->delimiter(',')
+      ->allow_extra_args(false)
+      ->type_name("CODES");
+  auto* ignore_opt = app->add_option("--ignore", ignore, "codes or prefixes to disable")->delimiter(',')
+      ->allow_extra_args(false)
+      ->type_name("CODES");
+  std::string scope;
+  app->add_option("--scope", scope, "only code torch.compile traces (default), or every function")
+      ->check(CLI::IsMember({"compiled", "all"}))
+      ->type_name("SCOPE");
+  const std::map<std::string, OutputFormat> formats{
+      {"text", OutputFormat::Text},       {"full", OutputFormat::Text},          {"concise", OutputFormat::Concise},
+      {"grouped", OutputFormat::Grouped}, {"json", OutputFormat::Json},          {"json-lines", OutputFormat::JsonLines},
+      {"junit", OutputFormat::Junit},     {"sarif", OutputFormat::Sarif},        {"github", OutputFormat::Github},
+      {"gitlab", OutputFormat::Gitlab},   {"pylint", OutputFormat::Pylint}};
+  app->add_option("--output-format", o.format,
+                  "text (default), concise, grouped, json, json-lines, junit, sarif, github, gitlab, pylint")
+      ->transform(CLI::CheckedTransformer(formats))
+      ->envname("GRAPHMEND_OUTPUT_FORMAT")
+      ->option_text("FORMAT");
+  app->add_option("-o,--output-file", o.output_file, "write the report to FILE instead of stdout")
+      ->type_name("FILE");
+  std::string color = "auto";
+  app->add_option("--color", color, "colour the text report: auto (a terminal, unless NO_COLOR), always, never")
+      ->check(CLI::IsMember({"auto", "always", "never"}))
+      ->type_name("WHEN");
+  app->add_flag("--statistics", o.statistics, "print counts per rule instead of findings");
+  app->add_flag("-e,--exit-zero", o.exit_zero, "exit 0 even when graph breaks are found");
+  app->add_flag("--exit-non-zero-on-fix", o.exit_non_zero_on_fix, "exit 1 when fixes were applied, even if none remain");
+  app->add_flag("-q,--quiet", o.quiet, "print findings only, no summary");
+  app->add_flag("-s,--silent", o.silent, "print nothing (exit status only)");
+  app->add_flag("--add-noqa", o.add_noqa, "add `# noqa: CODES` to every line with findings");
+  app->add_option("--stdin-filename", o.stdin_filename, "the name to report for `-` (and to look up configuration from)")
+      ->type_name("NAME");
+  app->add_option("--config", o.config_file, "use this pyproject.toml instead of searching upward")
+      ->type_name("FILE");
+  app->add_flag("--no-config,--isolated", o.no_config, "ignore pyproject.toml files");
+  std::vector<std::string> exclude;
+  auto* exclude_opt =
+      app->add_option("--exclude", exclude, "glob patterns of paths to skip (replaces the configuration's list)")
+          ->delimiter(',')
+      ->allow_extra_args(false)
+      ->type_name("GLOBS");
+  app->add_option("--extend-exclude", o.extend_exclude, "glob patterns of paths to skip in addition")->delimiter(',')
+      ->allow_extra_args(false)
+      ->type_name("GLOBS");
+  bool respect_gitignore = true, force_exclude = false;
+  auto* gitignore_opt = app->add_flag("--respect-gitignore,!--no-respect-gitignore", respect_gitignore,
+                                      "skip files that .gitignore excludes (default: on)");
+  auto* force_opt = app->add_flag("--force-exclude,!--no-force-exclude", force_exclude,
+                                  "apply exclusions to paths given on the command line too");
+  app->add_flag("-n,--no-cache", o.no_cache, "neither read nor write the cache");
+  app->add_option("--cache-dir", o.cache_dir, "the cache's folder (default: .graphmend_cache in the current folder)")
+      ->envname("GRAPHMEND_CACHE_DIR")
+      ->type_name("DIR");
+  app->add_option("-j,--jobs", o.jobs, "files checked in parallel (default: number of cores)")
+      ->check(CLI::Range(1, 4096))
+      ->type_name("N");
+  if (auto stop = parse_command_line(*app, args)) return *stop;
+  try {
+    if (select_opt->count()) o.select = rule_selectors(select);
+    if (extend_opt->count()) o.extend_select = rule_selectors(extend_select);
+    if (ignore_opt->count()) o.ignore = rule_selectors(ignore);
+  } catch (const UsageError& e) {
+    return usage_error(*app, e.what());
   }
+  // As ruff: adding directives is a run of its own, never combined with fixing.
+  if (o.add_noqa && (o.fix || o.diff || o.unsafe))
+    return usage_error(*app, "--add-noqa cannot be combined with --fix, --unsafe-fixes or --diff");
+  if (!scope.empty()) o.scope = scope == "all" ? Scope::All : Scope::Compiled;
+  if (show->count()) o.show_fixes = show_fixes;
+  if (exclude_opt->count()) o.exclude = exclude;
+  if (gitignore_opt->count()) o.respect_gitignore = respect_gitignore;
+  if (force_opt->count()) o.force_exclude = force_exclude;
+  o.color = color == "always" ? Color::Always : color == "never" ? Color::Never : Color::Auto;
   if (o.paths.empty()) o.paths.push_back(".");
   if (o.fix && o.diff) o.fix = false;  // --diff wins: it never writes
   return o;
@@ -159,19 +202,7 @@ class ConfigResolver {
   }
 
   Config for_file(const fs::path& file) {
-    Config c;
-    if (base_) {
-      c = *base_;
-    } else if (!options_.no_config) {
-      fs::path dir = fs::absolute(file).parent_path();
-      std::lock_guard lock(mutex_);
-      auto it = cache_.find(dir);
-      if (it == cache_.end()) {
-        auto found = find_pyproject(dir);
-        it = cache_.emplace(dir, found ? load_pyproject(*found) : Config{}).first;
-      }
-      c = it->second;
-    }
+    Config c = configured(fs::absolute(file).parent_path());
     if (options_.select) c.select = *options_.select;
     if (options_.extend_select) c.extend_select.insert(c.extend_select.end(), options_.extend_select->begin(), options_.extend_select->end());
     if (options_.ignore) c.ignore.insert(c.ignore.end(), options_.ignore->begin(), options_.ignore->end());
@@ -179,11 +210,68 @@ class ConfigResolver {
     return c;
   }
 
+  // The file selection for the entries of `dir` (absolute): its configuration's, with the command
+  // line's --exclude (replacing the configuration's exclude), --extend-exclude (both relative to the
+  // current folder, as ruff has them) and booleans. A configuration that cannot be read selects with
+  // the defaults here; the error is reported for each file it applies to.
+  FileSelection selection_for(const fs::path& dir) {
+    Config c;
+    try {
+      c = configured(dir);
+    } catch (const ConfigError&) {
+    }
+    if (options_.exclude) c.exclude.clear();
+    FileSelection s = selection_of(c);
+    std::error_code ec;
+    const fs::path cwd = fs::current_path(ec).lexically_normal();
+    if (options_.exclude)
+      for (const auto& glob : *options_.exclude) s.exclude.push_back({glob, cwd});
+    for (const auto& glob : options_.extend_exclude) s.exclude.push_back({glob, cwd});
+    if (options_.respect_gitignore) s.respect_gitignore = *options_.respect_gitignore;
+    if (options_.force_exclude) s.force_exclude = *options_.force_exclude;
+    return s;
+  }
+
  private:
+  // --config's configuration, else the nearest pyproject.toml's for `dir`, else the defaults.
+  Config configured(const fs::path& folder) {
+    if (base_) return *base_;
+    if (options_.no_config) return Config{};
+    const fs::path dir = folder.lexically_normal();
+    std::lock_guard lock(mutex_);
+    auto it = cache_.find(dir);
+    if (it == cache_.end()) {
+      auto found = nearest_pyproject(dir);
+      Config c;
+      if (found) {
+        auto loaded = loaded_.find(*found);
+        if (loaded == loaded_.end()) loaded = loaded_.emplace(*found, load_pyproject(*found)).first;
+        c = loaded->second;
+      }
+      it = cache_.emplace(dir, std::move(c)).first;
+    }
+    return it->second;
+  }
+
+  // find_pyproject(dir), from the parent's answer unless `dir` has a pyproject.toml (a walk asks for
+  // every folder: each file is parsed once). The mutex is held.
+  std::optional<fs::path> nearest_pyproject(const fs::path& dir) {
+    if (auto it = nearest_.find(dir); it != nearest_.end()) return it->second;
+    std::error_code ec;
+    std::optional<fs::path> found;
+    if (fs::exists(dir / "pyproject.toml", ec))
+      found = find_pyproject(dir);
+    else if (dir.has_relative_path())
+      found = nearest_pyproject(dir.parent_path());
+    return nearest_.emplace(dir, found).first->second;
+  }
+
   const Options& options_;
   std::optional<Config> base_;
   std::mutex mutex_;
-  std::map<fs::path, Config> cache_;
+  std::map<fs::path, Config> cache_;                     // by folder
+  std::map<fs::path, Config> loaded_;                    // by pyproject.toml
+  std::map<fs::path, std::optional<fs::path>> nearest_;  // by folder: its pyproject.toml
 };
 
 // Lines without their ends ("\n", "\r\n" or a lone "\r", as CPython reads them).
@@ -254,10 +342,104 @@ std::string resolve_module(const std::string& importer, bool importer_is_package
   return base.empty() ? rest : base + "." + rest;
 }
 
-Outcome check_one(const fs::path& path, const std::optional<std::string>& stdin_bytes, const Options& o,
-                  ConfigResolver& configs, const std::vector<std::string>& traced_from_workspace) {
+// A Jupyter notebook (cli/notebook.h): its Python code cells are analysed as one text, reported per cell
+// and fixed cell by cell; the file is written back with nothing changed but the fixed cells' sources.
+Outcome check_notebook(const fs::path& path, const std::optional<std::string>& stdin_bytes, const Options& o,
+                       ConfigResolver& configs, const std::vector<std::string>& traced_from_workspace) {
   Outcome out;
   out.report.path = path.string();
+  auto read = stdin_bytes ? source_from_bytes(path, *stdin_bytes) : read_source(path);
+  if (auto* err = std::get_if<ReadError>(&read)) {
+    out.error = err->message;
+    return out;
+  }
+  SourceFile source = std::get<SourceFile>(std::move(read));
+  auto parsed = parse_notebook(path.string(), source.text);
+  if (auto* err = std::get_if<NotebookError>(&parsed)) {
+    out.error = err->message;
+    return out;
+  }
+  const Notebook notebook = std::get<Notebook>(std::move(parsed));
+  if (!notebook.python) return out;  // a notebook in another language: nothing to check
+  Config config;
+  try {
+    config = configs.for_file(path);
+    config.traced_from_workspace = traced_from_workspace;
+    out.report.docs_url = config.docs_url;
+  } catch (const ConfigError& e) {
+    out.error = e.what();
+    return out;
+  }
+  const VirtualText& virt = notebook.virt;
+  out.report.cell_starts = virt.cell_starts();
+  out.report.cell_numbers = virt.cell_numbers();
+  {
+    Document document(path.string(), virt.text);
+    Analysis analysis = analyze(document, config);
+    out.report.problems = analysis.problems;
+    out.imported_calls = analysis.model->imported_calls_from_traced_code();
+    if (!(o.fix || o.diff) || !analysis.fully_read()) {
+      attach_fixes(document, analysis);
+      drop_cross_cell_fixes(analysis.findings, virt.protected_ranges);
+      out.report.findings = std::move(analysis.findings);
+      out.report.text = virt.text;
+      return out;
+    }
+  }
+  FixOptions options{o.unsafe, 0};
+  options.protected_ranges = virt.protected_ranges;
+  FixAllResult fixed = fix_all(path.string(), virt.text, config, options);
+  VirtualText after = moved_virtual_text(virt, fixed.text, fixed.protected_ranges);
+  drop_cross_cell_fixes(fixed.remaining, after.protected_ranges);
+  out.report.findings = std::move(fixed.remaining);
+  if (!fixed.converged)
+    out.warning = path.string() + ": fixes were still being found when the fix loop stopped; run --fix again";
+  if (!fixed.changed) {
+    out.report.text = virt.text;
+    return out;
+  }
+  const std::vector<std::string> before = split_virtual_text(virt, virt.text, virt.protected_ranges);
+  const std::vector<std::string> cells = split_virtual_text(virt, fixed.text, fixed.protected_ranges);
+  auto bytes = write_notebook(path.string(), notebook, cells);
+  if (auto* err = std::get_if<NotebookError>(&bytes)) {
+    out.error = err->message;  // --diff too: it shows what --fix would write
+    return out;
+  }
+  out.changed = true;
+  if (o.diff) {
+    // One diff per changed cell, headed `path:cell N` (as ruff does).
+    std::ostringstream ss;
+    for (size_t i = 0; i < cells.size(); ++i) {
+      if (cells[i] != before[i])
+        write_unified_diff(ss, path.string() + ":cell " + std::to_string(virt.cells[i].number), before[i], cells[i]);
+    }
+    out.diff = ss.str();
+  } else if (stdin_bytes) {
+    auto encoded = encode_source(source, std::get<std::string>(bytes));
+    if (auto* err = std::get_if<EncodeError>(&encoded)) {
+      out.error = err->message;
+      out.changed = false;
+    } else {
+      out.diff = std::get<std::string>(std::move(encoded));
+    }
+  } else if (auto err = write_source(source, std::get<std::string>(bytes))) {
+    out.error = *err;
+    out.changed = false;
+  } else {
+    out.report.fixed = fixed.applied;
+    out.report.fixed_by_rule = fixed.applied_by_rule;
+  }
+  out.report.text = after.text;
+  out.report.cell_starts = after.cell_starts();
+  return out;
+}
+
+Outcome check_one(const fs::path& path, const std::optional<std::string>& stdin_bytes, const Options& o,
+                  ConfigResolver& configs, const std::vector<std::string>& traced_from_workspace,
+                  const CheckCache* cache) {
+  Outcome out;
+  out.report.path = path.string();
+  if (is_notebook_path(path)) return check_notebook(path, stdin_bytes, o, configs, traced_from_workspace);
   auto read = stdin_bytes ? source_from_bytes(path, *stdin_bytes) : read_source(path);
   if (auto* err = std::get_if<ReadError>(&read)) {
     out.error = err->message;
@@ -273,6 +455,18 @@ Outcome check_one(const fs::path& path, const std::optional<std::string>& stdin_
     out.error = e.what();
     return out;
   }
+  // A run that only reports reads an unchanged file's findings back from the cache.
+  std::string cache_key;
+  if (cache && !(o.fix || o.diff || o.add_noqa)) {
+    cache_key = cache->key(path, source.text, config.source, traced_from_workspace);
+    if (auto hit = cache->get(path, cache_key)) {
+      out.report.findings = std::move(hit->findings);
+      out.report.problems = std::move(hit->problems);
+      out.imported_calls = std::move(hit->imported_calls);
+      out.report.text = std::move(source.text);
+      return out;
+    }
+  }
   {
     // A syntax tree takes 20 to 80 times the source: this one is freed before the fix loop parses its own.
     Document document(path.string(), source.text);
@@ -284,6 +478,8 @@ Outcome check_one(const fs::path& path, const std::optional<std::string>& stdin_
       attach_fixes(document, analysis);
       out.report.findings = std::move(analysis.findings);
       out.report.text = std::move(source.text);
+      if (!cache_key.empty())
+        cache->put(path, cache_key, {out.report.findings, out.report.problems, out.imported_calls});
       return out;
     }
   }
@@ -315,9 +511,39 @@ Outcome check_one(const fs::path& path, const std::optional<std::string>& stdin_
     out.changed = false;
   } else {
     out.report.fixed = fixed.applied;
+    out.report.fixed_by_rule = fixed.applied_by_rule;
   }
   out.report.text = std::move(fixed.text);
   return out;
+}
+
+// --color, then FORCE_COLOR and NO_COLOR (https://no-color.org), then whether stdout is a terminal.
+bool use_color(Color color, bool to_stdout) {
+  if (color != Color::Auto) return color == Color::Always;
+  auto set = [](const char* name) {
+    const char* v = std::getenv(name);
+    return v && *v;
+  };
+  if (set("FORCE_COLOR")) return true;
+  if (set("NO_COLOR")) return false;
+  const char* term = std::getenv("TERM");
+  return to_stdout && ::isatty(1) && !(term && std::string_view(term) == "dumb");
+}
+
+// `--fix --show-fixes`: what was fixed, per file and rule (ruff's listing), on stderr.
+void write_fix_listing(std::ostream& out, const std::vector<FileReport>& reports) {
+  size_t total = 0;
+  for (const auto& r : reports) total += static_cast<size_t>(r.fixed);
+  if (total == 0) return;
+  out << "Applied " << total << " fix" << (total == 1 ? "" : "es") << ":\n";
+  for (const auto& r : reports) {
+    if (r.fixed_by_rule.empty()) continue;
+    out << "- " << r.path << ":\n";
+    for (const auto& [code, n] : r.fixed_by_rule) {
+      const RuleInfo* rule = find_rule(code);
+      out << "    " << n << " \u00d7 " << code << " (" << (rule ? rule->name : "") << ")\n";
+    }
+  }
 }
 
 bool has_arg(const std::vector<std::string>& args, const std::string& arg) {
@@ -345,13 +571,9 @@ int run_check(const std::vector<std::string>& args) {
     }
     return code;
   };
-  Options o;
-  try {
-    o = parse(args);
-  } catch (const UsageError& e) {
-    std::cerr << "graphmend check: " << e.what() << "\n\n" << kUsage;
-    return fail(2);
-  }
+  auto parsed = parse(args);
+  if (auto* stop = std::get_if<int>(&parsed)) return *stop == 0 ? 0 : fail(*stop);
+  Options o = std::get<Options>(std::move(parsed));
   std::unique_ptr<ConfigResolver> configs;
   try {
     configs = std::make_unique<ConfigResolver>(o);
@@ -372,7 +594,23 @@ int run_check(const std::vector<std::string>& args) {
     return fail(2);
   }
   if (stdin_bytes) files.push_back(o.stdin_filename);
-  else files = discover_python_files(roots, errors);
+  else files = discover_files(roots, [&](const fs::path& dir) { return configs->selection_for(dir); }, errors);
+  // The cache (ruff's .ruff_cache): in the current folder unless --cache-dir or GRAPHMEND_CACHE_DIR.
+  std::optional<CheckCache> cache;
+  if (!o.no_cache && !stdin_bytes) {
+    std::ostringstream key;  // the options that change findings
+    auto list = [&](const char* name, const std::optional<std::vector<std::string>>& v) {
+      key << name << (v ? "=" : "-");
+      for (const auto& c : v.value_or(std::vector<std::string>{})) key << c << ",";
+      key << ";";
+    };
+    list("select", o.select);
+    list("extend-select", o.extend_select);
+    list("ignore", o.ignore);
+    key << "scope=" << (o.scope ? static_cast<int>(*o.scope) : -1) << ";no-config=" << o.no_config
+        << ";config=" << (o.config_file ? fs::absolute(*o.config_file).string() : "") << ";";
+    cache.emplace(o.cache_dir.value_or(fs::path(".graphmend_cache")), key.str());
+  }
   // Files being written: a signal removes our temporary files before it ends the run.
   std::optional<SignalCleanup> cleanup;
   if (o.fix && !stdin_bytes) cleanup.emplace();
@@ -385,7 +623,7 @@ int run_check(const std::vector<std::string>& args) {
       for (size_t k = next++; k < which.size(); k = next++) {
         size_t i = which[k];
         try {
-          outcomes[i] = check_one(files[i], stdin_bytes, o, *configs, traced[i]);
+          outcomes[i] = check_one(files[i], stdin_bytes, o, *configs, traced[i], cache ? &*cache : nullptr);
         } catch (const std::exception& e) {
           outcomes[i] = Outcome{};
           outcomes[i].report.path = files[i].string();
@@ -447,21 +685,63 @@ int run_check(const std::vector<std::string>& args) {
     reports.push_back(std::move(out.report));
   }
   for (const auto& e : errors) std::cerr << "error: " << e << "\n";
+  if (files.empty() && errors.empty() && !o.silent) std::cerr << "warning: No Python files found under the given path(s)\n";
+  // --add-noqa writes the directives instead of reporting the findings, as ruff's does.
+  if (o.add_noqa) {
+    if (stdin_bytes) {
+      std::cerr << "error: --add-noqa cannot edit standard input\n";
+      return 2;
+    }
+    return add_noqa(reports, errors.size(), std::cerr);
+  }
 
-  size_t findings = 0;
-  for (const auto& r : reports) findings += r.findings.size() + r.problems.size();
+  size_t findings = 0, fixes_applied = 0;
+  for (const auto& r : reports) {
+    findings += r.findings.size() + r.problems.size();
+    fixes_applied += static_cast<size_t>(r.fixed);
+  }
+  // The report goes to stdout or --output-file; --silent drops it (the exit status stays).
+  std::ofstream output_file;
+  std::ostringstream discarded;
+  std::ostream* report_out = &std::cout;
+  if (o.silent) {
+    report_out = &discarded;
+  } else if (o.output_file) {
+    output_file.open(*o.output_file, std::ios::binary | std::ios::trunc);
+    if (!output_file) {
+      std::cerr << "error: " << o.output_file->string() << ": cannot write the report: " << std::strerror(errno) << "\n";
+      return 2;
+    }
+    report_out = &output_file;
+  }
+  ReportStyle style;
+  style.errors = errors.size();
+  style.summary = !o.quiet;
+  style.show_fixes = o.show_fixes.value_or(true);
+  style.color = use_color(o.color, report_out == &std::cout);
   if (o.diff) {
-    if (!any_diff && errors.empty()) std::cerr << "No fixes available.\n";
+    if (!any_diff && errors.empty() && !o.silent) std::cerr << "No fixes available.\n";
   } else if (o.fix && stdin_bytes) {
     // stdout carries the fixed source; the summary goes to stderr.
-    write_report(std::cerr, OutputFormat::Concise, reports, false, errors.size());
+    style.show_fixes = false;
+    style.color = use_color(o.color, false);
+    if (!o.silent) write_report(std::cerr, OutputFormat::Concise, reports, style);
   } else if (o.statistics) {
-    write_statistics(std::cout, reports, o.format == OutputFormat::Json);
+    write_statistics(*report_out, reports, o.format == OutputFormat::Json);
   } else {
-    write_report(std::cout, o.format, reports, true, errors.size());
+    if (o.fix && o.show_fixes.value_or(false) && !o.silent) write_fix_listing(std::cerr, reports);
+    write_report(*report_out, o.format, reports, style);
+  }
+  if (output_file.is_open()) {
+    output_file.close();
+    if (!output_file) {
+      std::cerr << "error: " << o.output_file->string() << ": cannot write the report\n";
+      return 2;
+    }
   }
   // Like ruff: a path that could not be checked or written is an error whatever --exit-zero says.
   if (!errors.empty()) return 2;
+  if (o.exit_non_zero_on_fix && fixes_applied > 0) return 1;
   if (o.diff) return any_diff && !o.exit_zero ? 1 : 0;
   return findings > 0 && !o.exit_zero ? 1 : 0;
 }

@@ -3,6 +3,7 @@
 #include <string>
 #include <vector>
 
+#include "cli/cli_app.h"
 #include "commands.h"
 #include "lsp/server.h"
 #include "validate/validate_command.h"
@@ -16,6 +17,7 @@ usage: graphmend <command> [options]
 commands:
   check [PATH...]     report graph breaks (--fix, --diff, --output-format ...; see `graphmend check --help`)
   rule CODE           print a rule's documentation (--all, --write-docs DIR)
+  config [KEY]        the [tool.graphmend] keys of pyproject.toml (--schema: their JSON Schema)
   server              run the language server on stdio (--log-file FILE, --log-level LEVEL)
   validate TARGET     run original and fixed code under torch.compile and compare (see --help)
   version             print the version
@@ -34,6 +36,7 @@ int main(int argc, char** argv) {
   try {
     if (command == "check") return graphmend::cli::run_check(rest);
     if (command == "rule") return graphmend::cli::run_rule(rest);
+    if (command == "config") return graphmend::cli::run_config(rest);
     if (command == "server") return graphmend::lsp::run_server(rest);
     if (command == "validate") return graphmend::validate::run_validate_command(rest);
     if (command == "version" || command == "--version") {
@@ -44,6 +47,9 @@ int main(int argc, char** argv) {
     std::cerr << "graphmend: internal error: " << e.what() << "\n";
     return 2;
   }
-  std::cerr << "graphmend: unknown command `" << command << "`\n\n" << kUsage;
+  std::string message = "graphmend: error: unknown command `" + command + "`";
+  if (auto match = graphmend::cli::closest_match(command, {"check", "rule", "config", "server", "validate", "version"}))
+    message += "\n\n  tip: a similar command exists: `" + *match + "`";
+  std::cerr << message << "\n\nFor more information, try 'graphmend --help'.\n";
   return 2;
 }

@@ -6,6 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "cli/cli_app.h"
 #include "commands.h"
 #include "graphmend/analysis/config.h"
 #include "graphmend/analysis/finding.h"
@@ -18,7 +19,9 @@ std::string rule_markdown(const RuleInfo& r) {
   md << "**" << r.summary << "**  \n";
   md << "Family: " << r.family << " · Fix: " << (r.fixable ? "available when provably safe" : "none (explained)")
      << "\n\n";
-  md << "## Why Dynamo breaks here\n\n" << r.explanation << "\n\n";
+  // A rule without a Dynamo registry id (GM001) reports no graph break.
+  md << (r.registry_id.empty() ? "## What it reports" : "## Why Dynamo breaks here") << "\n\n"
+     << r.explanation << "\n\n";
   if (const RegistryEntry* e = find_registry_entry(r.registry_id)) {
     md << "## In Dynamo's words\n\n";
     md << "Graph-break registry entry [" << e->id << "](" << registry_url(e->id) << "): **" << e->gb_type << "**\n\n";
@@ -34,6 +37,11 @@ std::string rule_markdown(const RuleInfo& r) {
   if (!r.fix_safety.empty())
     md << "### What the fix keeps, and what may change\n\n" << r.fix_safety
        << "\n\nThe contract, and how each fix is proven against it: [fix-safety.md](../fix-safety.md).\n\n";
+  if (opt_in_rule(r.code)) {
+    md << "Not enabled by default (`GM` and `ALL` do not select it): enable it with `--extend-select " << r.code
+       << "`, or `extend-select = [\"" << r.code << "\"]` under `[tool.graphmend]` in pyproject.toml.\n";
+    return md.str();
+  }
   md << "Suppress a finding with `# noqa: " << r.code << "` on its line, or disable the rule with "
      << "`ignore = [\"" << r.code << "\"]` under `[tool.graphmend]` in pyproject.toml.\n";
   return md.str();
@@ -55,7 +63,8 @@ int write_docs(const std::filesystem::path& dir) {
       return 2;
     }
     index << "| [" << r->code << "](" << r->code << ".md) | " << r->name << " | " << r->family << " | " << r->summary
-          << " | " << r->registry_id << " | " << (r->fixable ? "yes" : "no") << " |\n";
+          << " | " << (r->registry_id.empty() ? std::string_view("none") : r->registry_id) << " | "
+          << (r->fixable ? "yes" : "no") << " |\n";
   }
   std::ofstream(dir / "README.md", std::ios::binary) << index.str();
   std::cout << "wrote " << all_rules().size() << " rule pages to " << dir.string() << "\n";
@@ -78,32 +87,33 @@ std::string configured_docs_url() {
 }  // namespace
 
 int run_rule(const std::vector<std::string>& args) {
-  bool json = false;
   std::vector<std::string> codes;
-  for (size_t i = 0; i < args.size(); ++i) {
-    if (args[i] == "--write-docs") {
-      if (i + 1 >= args.size()) {
-        std::cerr << "graphmend rule: --write-docs needs a folder\n";
-        return 2;
-      }
-      return write_docs(args[i + 1]);
-    }
-    if (args[i] == "--output-format=json" || (args[i] == "--output-format" && i + 1 < args.size() && args[++i] == "json"))
-      json = true;
-    else if (args[i] == "--all") for (auto* r : all_rules()) codes.emplace_back(r->code);
-    else codes.push_back(args[i]);
-  }
-  if (codes.empty()) {
-    std::cerr << "usage: graphmend rule CODE | --all | --write-docs DIR [--output-format json]\n";
-    return 2;
-  }
+  bool all = false;
+  std::optional<std::filesystem::path> docs_dir;
+  std::string format = "text";
+  auto app = make_app("rule", "Print a rule's documentation, from the metadata docs/rules/ is generated from.");
+  app->add_option("CODE", codes, "rule codes, e.g. GM101")->type_name("CODE");
+  app->add_flag("--all", all, "every rule");
+  app->add_option("--write-docs", docs_dir, "write one Markdown page per rule and an index to DIR")->type_name("DIR");
+  app->add_option("--output-format", format, "text (Markdown, the default) or json")
+      ->check(CLI::IsMember({"text", "json"}))
+      ->type_name("FORMAT");
+  if (auto stop = parse_command_line(*app, args)) return *stop;
+  if (docs_dir) return write_docs(*docs_dir);
+  if (all)
+    for (auto* r : all_rules()) codes.emplace_back(r->code);
+  const bool json = format == "json";
+  if (codes.empty()) return usage_error(*app, "name a rule (e.g. `graphmend rule GM101`), or --all");
   nlohmann::json arr = nlohmann::json::array();
   const std::string docs_url = json ? configured_docs_url() : std::string();
   for (const auto& c : codes) {
     const RuleInfo* r = find_rule(c);
     if (!r) {
-      std::cerr << "graphmend rule: unknown rule `" << c << "`\n";
-      return 2;
+      std::vector<std::string> known;
+      for (auto* rule : all_rules()) known.emplace_back(rule->code);
+      std::string message = "unknown rule `" + c + "`";
+      if (auto match = closest_match(c, known)) message += " (did you mean `" + *match + "`?)";
+      return usage_error(*app, message);
     }
     if (json) {
       arr.push_back({{"code", r->code},

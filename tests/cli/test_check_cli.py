@@ -229,3 +229,26 @@ def test_functions_called_from_compiled_code_in_other_files_are_traced(tmp_path)
     assert "another workspace file" in result[0]["graphmend"]["related"][0]["message"]
     # Alone, the helper file has no compiled region.
     assert findings(pkg / "helpers.py") == []
+
+
+def test_decorators_imported_from_other_files_trace_their_wrappers(tmp_path):
+    # The shape of transformers' `@dynamic_rope_update` (modeling_rope_utils.py) on Phi-3's rotary forward.
+    pkg = tmp_path / "pkg"
+    pkg.mkdir()
+    write(pkg / "__init__.py", "")
+    write(pkg / "rope_utils.py", "import torch\n\n\ndef dynamic_rope_update(rope_forward):\n"
+          "    print('decorating')  # runs once, eagerly: not traced\n\n"
+          "    def update(self, position_ids):\n        seq_len = torch.max(position_ids) + 1\n"
+          "        if seq_len > self.original_max:\n            self.inv_freq = self.long_freq\n\n"
+          "    def wrapper(self, x, position_ids):\n        update(self, position_ids)\n"
+          "        return rope_forward(self, x, position_ids)\n\n    return wrapper\n\n\n"
+          "def other_decorator(fn):\n    def wrapper(*args):\n        print('not applied to traced code')\n"
+          "        return fn(*args)\n\n    return wrapper\n")
+    write(pkg / "model.py", "import torch\nfrom torch import nn\nfrom .rope_utils import dynamic_rope_update\n\n\n"
+          "class Rotary(nn.Module):\n    @dynamic_rope_update\n    def forward(self, x, position_ids):\n"
+          "        return x * self.inv_freq\n")
+    result = findings(pkg)
+    assert [(pathlib.Path(f["filename"]).name, f["location"]["row"], f["code"]) for f in result] == [
+        ("rope_utils.py", 9, "GM101")]
+    assert "inside decorator `dynamic_rope_update`" in result[0]["graphmend"]["related"][0]["message"]
+    assert findings(pkg / "rope_utils.py") == []

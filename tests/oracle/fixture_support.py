@@ -51,6 +51,19 @@ def marker_rows(path: Path) -> set[int]:
     return {row for row, _ in markers(path)}
 
 
+# Rules that predict no graph break (no Dynamo registry id: GM001 unused-noqa reports comments). Their
+# fixtures run under Dynamo like the others, but their `# expect:` markers are compared with graphmend's
+# output only, never with Dynamo's breaks. They are opt-in (`GM` does not select them): the oracle
+# selects them with CHECK_ARGS, so that every fixture is also checked for false positives of theirs.
+NON_BREAK_RULES = {"GM001"}
+CHECK_ARGS = ("--extend-select", ",".join(sorted(NON_BREAK_RULES)))
+
+
+def break_markers(path: Path) -> set[tuple[int, str]]:
+    """The markers of graph-break rules: the lines where Dynamo must break."""
+    return {(row, code) for row, code in markers(path) if code not in NON_BREAK_RULES}
+
+
 def declared_breaks_after_fix(path: Path) -> int | None:
     value = getattr(load_fixture(path, fresh=False), "EXPECTED_BREAKS_AFTER_FIX", None)
     if value is not None and not isinstance(value, int):

@@ -25,8 +25,9 @@ import torch._dynamo
 from torch import nn
 
 from dynamo_breaks import find_breaks, format_report, is_driver
-from fixture_support import (DYNAMO_DEFAULTS, SEEDS, assert_same_output, build_example, call, dynamo_report, fixture_ids,
-                             fixture_paths, load_fixture, markers, run_graphmend, transcript)
+from fixture_support import (CHECK_ARGS, DYNAMO_DEFAULTS, SEEDS, assert_same_output, build_example, call,
+                             dynamo_report, fixture_ids, fixture_paths, load_fixture, markers, run_graphmend,
+                             transcript)
 
 PATHS = fixture_paths()
 
@@ -45,7 +46,7 @@ def _restore_dynamo_config():
 def _fixed_copy(path, tmp_path):
     copy = tmp_path / path.name
     shutil.copyfile(path, copy)
-    proc = run_graphmend("check", "--fix", "--exit-zero", str(copy))
+    proc = run_graphmend("check", "--fix", "--exit-zero", *CHECK_ARGS, str(copy))
     assert proc.returncode == 0, f"check --fix exited {proc.returncode} on {path.name}\n{proc.stderr}"
     return copy
 
@@ -85,7 +86,7 @@ def test_fix_parses_and_is_idempotent(path, tmp_path):
     if not markers(path):
         assert copy.read_bytes() == path.read_bytes(), f"{path.name}: no findings expected, yet --fix edited it"
     before = copy.read_bytes()
-    proc = run_graphmend("check", "--fix", "--exit-zero", str(copy))
+    proc = run_graphmend("check", "--fix", "--exit-zero", *CHECK_ARGS, str(copy))
     assert proc.returncode == 0, proc.stderr
     assert copy.read_bytes() == before, f"{path.name}: a second --fix changed the file again"
 

@@ -7,14 +7,14 @@ the fixture file (see dynamo_breaks.py, which also cross-checks explain() and Dy
 import pytest
 
 from dynamo_breaks import format_report
-from fixture_support import EXPECTED_GB_IDS, fixture_ids, fixture_paths, markers
+from fixture_support import EXPECTED_GB_IDS, NON_BREAK_RULES, break_markers, fixture_ids, fixture_paths, markers
 
 PATHS = fixture_paths()
 
 
 def test_fixture_directory_is_populated():
     stems = {p.stem.split("_")[0] for p in PATHS}
-    missing = sorted(set(EXPECTED_GB_IDS) - stems)
+    missing = sorted((set(EXPECTED_GB_IDS) | NON_BREAK_RULES) - stems)
     assert not missing, f"rules without a fixture: {missing}"
 
 
@@ -24,7 +24,7 @@ def test_fixture_shape(path):
     assert len(text.splitlines()) < 80, f"{path.name}: keep fixtures under 80 lines"
     assert "def example():" in text, f"{path.name}: needs `def example():`"
     prefix = path.stem.split("_")[0]
-    if prefix in EXPECTED_GB_IDS:
+    if prefix in EXPECTED_GB_IDS or prefix in NON_BREAK_RULES:
         codes = {code for _, code in markers(path)}
         assert codes <= {prefix}, f"{path.name}: markers {codes} in the fixture of {prefix}"
 
@@ -38,7 +38,7 @@ def test_markers_equal_dynamo_breaks(path):
     assert report.error is None, f"example() raised under torch.compile: {report.error!r}\n{detail}"
     foreign = report.foreign_events(str(path))
     assert not foreign, f"breaks outside the fixture file:\n{detail}"
-    expected = sorted({row for row, _ in markers(path)})
+    expected = sorted({row for row, _ in break_markers(path)})
     actual = sorted(report.lines(str(path)))
     assert actual == expected, (f"{path.name}: Dynamo breaks at lines {actual}, markers at {expected}\n"
                                 f"{detail}")
@@ -52,7 +52,7 @@ def test_marker_codes_match_dynamo_break_types(path):
     by_line: dict[int, set[str]] = {}
     for event in report.events:
         by_line.setdefault(event.lineno, set()).add(event.gb_id)
-    for row, code in sorted(markers(path)):
+    for row, code in sorted(break_markers(path)):
         ids = by_line.get(row, set())
         allowed = EXPECTED_GB_IDS[code]
         assert ids and ids <= allowed, (f"{path.name}:{row}: {code} expects a break of {sorted(allowed)}, "

@@ -1,21 +1,23 @@
 """graphmend check against real Dynamo, fixture by fixture.
 
-For every fixture: `$GRAPHMEND_BIN check --output-format json --exit-zero FIXTURE` (default
-build/graphmend under the repo root) must report exactly the `# expect:` (row, code) pairs, and its
-set of rows must equal the lines where torch 2.13 Dynamo breaks when running example().
+For every fixture: `$GRAPHMEND_BIN check --output-format json --exit-zero --extend-select GM001 FIXTURE`
+(default build/graphmend under the repo root) must report exactly the `# expect:` (row, code) pairs, and
+the set of rows of its graph-break findings (all but NON_BREAK_RULES') must equal the lines where torch
+2.13 Dynamo breaks when running example().
 A missing binary is a failure, not a skip.
 """
 import json
 
 import pytest
 
-from fixture_support import dynamo_report, fixture_ids, fixture_paths, markers, run_graphmend
+from fixture_support import (CHECK_ARGS, NON_BREAK_RULES, dynamo_report, fixture_ids, fixture_paths, markers,
+                             run_graphmend)
 
 PATHS = fixture_paths()
 
 
 def _check_json(path):
-    proc = run_graphmend("check", "--output-format", "json", "--exit-zero", str(path))
+    proc = run_graphmend("check", "--output-format", "json", "--exit-zero", *CHECK_ARGS, str(path))
     assert proc.returncode == 0, (f"graphmend check --exit-zero exited {proc.returncode} on {path.name}\n"
                                   f"stderr:\n{proc.stderr}")
     try:
@@ -69,15 +71,18 @@ def test_locations_point_into_the_source(path):
         assert 1 <= row <= len(lines) and 1 <= end_row <= len(lines), finding
         line = lines[row - 1]
         assert col <= len(line), f"{path.name}:{row}: column {col} beyond the line ({len(line)} chars)"
-        assert not line[col - 1].isspace() and line[col - 1] != "#", (
-            f"{path.name}:{row}:{col}: finding starts at {line[col - 1:col + 10]!r}")
+        if finding["code"] in NON_BREAK_RULES:  # a rule about comments (GM001): at its directive's `#`
+            assert line[col - 1] == "#", f"{path.name}:{row}:{col}: finding starts at {line[col - 1:col + 10]!r}"
+        else:
+            assert not line[col - 1].isspace() and line[col - 1] != "#", (
+                f"{path.name}:{row}:{col}: finding starts at {line[col - 1:col + 10]!r}")
         assert end_col <= len(lines[end_row - 1]) + 1, f"{path.name}: end {end_row}:{end_col} beyond its line"
 
 
 @pytest.mark.parametrize("path", PATHS, ids=fixture_ids())
 def test_check_rows_equal_dynamo_break_lines(path):
     findings = _check_json(path)
-    rows = sorted({f["location"]["row"] for f in findings})
+    rows = sorted({f["location"]["row"] for f in findings if f["code"] not in NON_BREAK_RULES})
     report = dynamo_report(path)
     assert report.error is None, f"example() raised under torch.compile: {report.error!r}"
     lines = sorted(report.lines(str(path)))

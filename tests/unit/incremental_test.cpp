@@ -108,7 +108,10 @@ std::string anchored(const Document& doc, const Finding& f) {
 
 class Session {
  public:
-  Session(const std::string& path, std::string text) : document_(path, std::move(text)) {}
+  Session(const std::string& path, std::string text) : document_(path, std::move(text)) {
+    // GM001 too: what it reports depends on every finding of the file, not only the edited function's.
+    config_.extend_select = {"GM001"};
+  }
 
   void check(Stats& stats) {
     auto result = analyzer_.run(document_, config_, 1, attach);

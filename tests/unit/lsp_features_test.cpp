@@ -112,20 +112,35 @@ TEST_CASE("features: noqa edits add a comment or extend an existing code list") 
   std::string text = "x = 1\n    print(x)   \ny = 2\n";
   LineIndex lines(text);
   Finding finding = print_finding(text);
-  TextEdit edit = noqa_edit(finding, text, lines);
-  CHECK(apply_edits(text, {edit}) == "x = 1\n    print(x)  # noqa: GM201\ny = 2\n");
+  std::optional<TextEdit> edit = noqa_edit(finding, text, lines);
+  REQUIRE(edit);
+  CHECK(apply_edits(text, {*edit}) == "x = 1\n    print(x)  # noqa: GM201\ny = 2\n");
 
   text = "    print(x)  # noqa: GM101\n";
   lines = LineIndex(text);
   finding = print_finding(text);
   edit = noqa_edit(finding, text, lines);
-  CHECK(apply_edits(text, {edit}) == "    print(x)  # noqa: GM101, GM201\n");
+  REQUIRE(edit);
+  CHECK(apply_edits(text, {*edit}) == "    print(x)  # noqa: GM101, GM201\n");
 
   text = "    print(x)  # keep me\r\nz\r\n";
   lines = LineIndex(text);
   finding = print_finding(text);
   edit = noqa_edit(finding, text, lines);
-  CHECK(apply_edits(text, {edit}) == "    print(x)  # keep me  # noqa: GM201\r\nz\r\n");
+  REQUIRE(edit);
+  CHECK(apply_edits(text, {*edit}) == "    print(x)  # keep me  # noqa: GM201\r\nz\r\n");
+
+  // A `# noqa` inside a string is no directive; a line ending inside a string takes no comment.
+  text = "    print(x, \"# noqa: GM101\")\n";
+  lines = LineIndex(text);
+  finding = print_finding(text);
+  edit = noqa_edit(finding, text, lines);
+  REQUIRE(edit);
+  CHECK(apply_edits(text, {*edit}) == "    print(x, \"# noqa: GM101\")  # noqa: GM201\n");
+  text = "    print(x, \"\"\"a\nb\"\"\")\n";
+  lines = LineIndex(text);
+  finding = print_finding(text);
+  CHECK_FALSE(noqa_edit(finding, text, lines));
 }
 
 TEST_CASE("features: minimal edits keep the common prefix and suffix on character boundaries") {

@@ -226,7 +226,7 @@ def test_bad_target(target, kind, words):
     (["--device", "tpu"], "--device"),
     (["--mode", "infer"], "--mode"),
     (["--threads", "0"], "--threads"),
-    (["--bogus"], "unknown option"),
+    (["--bogus"], "unexpected argument '--bogus'"),
     ([], "missing TARGET"),
 ])
 def test_bad_arguments(args, words):

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <stdexcept>
 
+#include "graphmend/analysis/noqa.h"
 #include "transform.h"
 
 namespace graphmend {
@@ -13,6 +14,7 @@ void attach_fixes(const Document& document, Analysis& analysis) {
   const bool partial = std::any_of(analysis.problems.begin(), analysis.problems.end(),
                                    [](const Problem& p) { return p.kind == Problem::Kind::NotAnalysed; });
   for (Finding& finding : analysis.findings) {
+    if (finding.rule == &unused_noqa_rule()) continue;  // GM001's fix comes from the analyzer
     finding.fix.reset();
     finding.no_fix_reason.clear();
     if (partial) {
@@ -40,12 +42,13 @@ namespace {
 
 // Picks fixes whose edits overlap no edit already chosen (earlier findings first).
 std::vector<TextEdit> non_overlapping_edits(const std::vector<Finding>& findings, const FixOptions& options,
-                                            int& chosen) {
+                                            std::vector<std::string>& chosen) {
   std::vector<TextEdit> edits;
   for (const Finding& f : findings) {
     if (!f.fix || f.fix->edits.empty()) continue;
     if (f.fix->applicability == Applicability::DisplayOnly) continue;
     if (f.fix->applicability == Applicability::Unsafe && !options.unsafe) continue;
+    if (touches_protected(f.fix->edits, options.protected_ranges)) continue;
     bool clash = false;
     std::vector<TextEdit> fresh;
     for (const TextEdit& e : f.fix->edits) {
@@ -64,17 +67,46 @@ std::vector<TextEdit> non_overlapping_edits(const std::vector<Finding>& findings
     }
     if (clash) continue;
     edits.insert(edits.end(), fresh.begin(), fresh.end());
-    ++chosen;
+    chosen.emplace_back(f.rule->code);
   }
   return edits;
 }
 
+// Moves `ranges` through `edits` (none of which touches them): an insertion at a range's start goes before it.
+void shift_protected(std::vector<ByteRange>& ranges, const std::vector<TextEdit>& edits) {
+  for (ByteRange& r : ranges) {
+    int64_t delta = 0;
+    for (const TextEdit& e : edits) {
+      if (e.range.end <= r.start) delta += static_cast<int64_t>(e.new_text.size()) - (e.range.end - e.range.start);
+    }
+    r.start = static_cast<uint32_t>(r.start + delta);
+    r.end = static_cast<uint32_t>(r.end + delta);
+  }
+}
+
 }  // namespace
 
+bool touches_protected(const std::vector<TextEdit>& edits, const std::vector<ByteRange>& ranges) {
+  if (edits.empty()) return false;
+  // The span from the first edit to the last: a fix with edits on both sides of a range spans it.
+  uint32_t lo = edits.front().range.start, hi = edits.front().range.end;
+  for (const TextEdit& e : edits) {
+    lo = std::min(lo, e.range.start);
+    hi = std::max(hi, e.range.end);
+  }
+  for (const ByteRange& r : ranges) {
+    if (lo < r.end && r.start < hi) return true;
+    if (lo == hi && r.start < lo && lo < r.end) return true;  // an insertion strictly inside
+  }
+  return false;
+}
+
 FixAllResult fix_all(const std::string& path, const std::string& text, const Config& config,
-                     const FixOptions& options) {
+                     const FixOptions& fix_options) {
+  FixOptions options = fix_options;  // protected_ranges move with the text
   FixAllResult result;
   result.text = text;
+  result.protected_ranges = options.protected_ranges;
   Document document(path, text);
   Analysis analysis = analyze(document, config);
   attach_fixes(document, analysis);
@@ -84,7 +116,7 @@ FixAllResult fix_all(const std::string& path, const std::string& text, const Con
   }
   const int limit = options.max_passes > 0 ? options.max_passes : static_cast<int>(analysis.findings.size()) + 100;
   for (int pass = 0;; ++pass) {
-    int chosen = 0;
+    std::vector<std::string> chosen;  // the rule of each fix this pass applies
     std::vector<TextEdit> edits = non_overlapping_edits(analysis.findings, options, chosen);
     if (edits.empty()) break;
     if (pass == limit) {
@@ -92,13 +124,14 @@ FixAllResult fix_all(const std::string& path, const std::string& text, const Con
       break;
     }
     std::string next = apply_edits(result.text, edits);
+    std::vector<TextEdit> applied = edits;
     Document candidate(path, next);
     if (candidate.has_syntax_errors()) {
       // Some fix of this pass breaks the file: keep the others, one at a time, and drop the bad ones.
-      chosen = 0;
+      chosen.clear();
       next = result.text;
       for (const Finding& f : analysis.findings) {
-        int one = 0;
+        std::vector<std::string> one;
         std::vector<TextEdit> single = non_overlapping_edits({f}, options, one);
         if (single.empty()) continue;
         std::string attempt;
@@ -109,14 +142,18 @@ FixAllResult fix_all(const std::string& path, const std::string& text, const Con
         }
         if (Document(path, attempt).has_syntax_errors()) continue;
         next = std::move(attempt);
-        ++chosen;
+        chosen = std::move(one);
+        applied = std::move(single);
         break;  // offsets of the other fixes are stale now: re-analyse first
       }
       candidate.replace_text(next);
     }
     if (candidate.has_syntax_errors() || next == result.text) break;
     result.text = std::move(next);
-    result.applied += chosen;
+    shift_protected(options.protected_ranges, applied);
+    result.protected_ranges = options.protected_ranges;
+    result.applied += static_cast<int>(chosen.size());
+    for (const auto& code : chosen) ++result.applied_by_rule[code];
     document = std::move(candidate);
     analysis = analyze(document, config);
     attach_fixes(document, analysis);

@@ -9,10 +9,17 @@ export const CLIENT_ID = 'graphmend';
 export const CLIENT_NAME = 'graphmend';
 export const OUTPUT_CHANNEL = 'graphmend';
 
-/** Python files on disk and unsaved Python buffers. */
+/**
+ * Python files on disk, unsaved Python buffers, and the Python cells of notebooks. The server syncs
+ * notebooks whole (notebookDocumentSync), analyses their cells together and answers hovers and code
+ * actions on a cell's document: vscode-languageclient sends those for documents this selector matches,
+ * a cell by its `vscode-notebook-cell` scheme or by the notebook filter.
+ */
 export const DOCUMENT_SELECTOR = [
   { scheme: 'file', language: 'python' },
   { scheme: 'untitled', language: 'python' },
+  { scheme: 'vscode-notebook-cell', language: 'python' },
+  { notebook: '*', language: 'python' },
 ];
 
 export interface ServerProcess {

@@ -7,11 +7,14 @@ export type RunMode = 'onType' | 'onSave';
 export type LogLevel = 'error' | 'warn' | 'info' | 'debug' | 'trace';
 export type TraceLevel = 'off' | 'messages' | 'verbose';
 export type Scope = 'compiled' | 'all';
+/** ruff's `configurationPreference`: which wins when the editor's settings and pyproject.toml disagree. */
+export type ConfigurationPreference = 'editorFirst' | 'filesystemFirst' | 'editorOnly';
 
 export const RUN_MODES: readonly RunMode[] = ['onType', 'onSave'];
 export const LOG_LEVELS: readonly LogLevel[] = ['error', 'warn', 'info', 'debug', 'trace'];
 export const TRACE_LEVELS: readonly TraceLevel[] = ['off', 'messages', 'verbose'];
 export const SCOPES: readonly Scope[] = ['compiled', 'all'];
+export const CONFIGURATION_PREFERENCES: readonly ConfigurationPreference[] = ['editorFirst', 'filesystemFirst', 'editorOnly'];
 
 /** Every `graphmend.*` setting, normalized. */
 export interface Settings {
@@ -19,6 +22,7 @@ export interface Settings {
   args: string[];
   importStrategy: ImportStrategy;
   validatorPython: string | null;
+  configurationPreference: ConfigurationPreference;
   select: string[];
   ignore: string[];
   /** null: pyproject.toml's scope, else "compiled". */
@@ -36,6 +40,7 @@ export const DEFAULT_SETTINGS: Readonly<Settings> = Object.freeze({
   args: [],
   importStrategy: 'fromEnvironment',
   validatorPython: null,
+  configurationPreference: 'editorFirst',
   select: [],
   ignore: [],
   scope: null,
@@ -53,6 +58,7 @@ export const SETTING_KEYS = [
   'args',
   'importStrategy',
   'validator.python',
+  'configurationPreference',
   'select',
   'ignore',
   'scope',
@@ -137,6 +143,8 @@ export function readSettings(get: SettingGetter): SettingsResult {
     args: stringList('args', get('args'), warnings),
     importStrategy: oneOf('importStrategy', get('importStrategy'), IMPORT_STRATEGIES, d.importStrategy, warnings),
     validatorPython: nonEmptyString(get('validator.python')),
+    configurationPreference: oneOf('configurationPreference', get('configurationPreference'), CONFIGURATION_PREFERENCES,
+                                   d.configurationPreference, warnings),
     select: codeList('select', get('select'), warnings),
     ignore: codeList('ignore', get('ignore'), warnings),
     scope: get('scope') === null || get('scope') === undefined ? null : oneOf('scope', get('scope'), SCOPES, 'compiled', warnings),
@@ -154,9 +162,11 @@ export function readSettings(get: SettingGetter): SettingsResult {
  * What the server receives, both as `initializationOptions` and as the answer to
  * `workspace/configuration` for section "graphmend": the `graphmend.*` settings the server acts on,
  * in the same nesting as VS Code's settings (so generic clients write the same keys).
- * `select`/`ignore`/`scope` are left out when unset, so that pyproject.toml's [tool.graphmend] applies.
+ * `select`/`ignore`/`scope` are left out when unset, so that pyproject.toml's [tool.graphmend] applies;
+ * `configurationPreference` is left out when it is the server's default, `editorFirst`.
  */
 export interface ServerSettings {
+  configurationPreference?: ConfigurationPreference;
   select?: string[];
   ignore?: string[];
   scope?: Scope;
@@ -187,6 +197,7 @@ export function serverSettings(settings: Settings, env: Environment): ServerSett
     validator: {},
     logLevel: settings.logLevel,
   };
+  if (settings.configurationPreference !== 'editorFirst') out.configurationPreference = settings.configurationPreference;
   if (settings.select.length > 0) out.select = [...settings.select];
   if (settings.ignore.length > 0) out.ignore = [...settings.ignore];
   if (settings.scope !== null) out.scope = settings.scope;

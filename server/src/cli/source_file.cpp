@@ -1,18 +1,15 @@
 #include "cli/source_file.h"
 
-#include <dirent.h>
 #include <fcntl.h>
 #include <iconv.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
-#include <array>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
 #include <random>
-#include <set>
 #include <system_error>
 #include <utility>
 #include <variant>
@@ -377,18 +374,6 @@ std::string code_point_at(const std::string& text, size_t offset) {
   return buf;
 }
 
-constexpr std::array<std::string_view, 12> kSkippedDirs{".git", ".hg", ".svn", ".venv", "venv", "__pycache__",
-                                                       "node_modules", ".tox", ".nox", ".mypy_cache",
-                                                       ".pytest_cache", "site-packages"};
-
-bool skipped_dir(const fs::path& dir) {
-  std::string name = dir.filename().string();
-  if (std::find(kSkippedDirs.begin(), kSkippedDirs.end(), name) != kSkippedDirs.end()) return true;
-  if (name == "build" || name.starts_with("build-") || name == "dist" || name == ".cache") return true;
-  std::error_code ec;
-  return fs::exists(dir / "pyvenv.cfg", ec) || fs::exists(dir / "CMakeCache.txt", ec);
-}
-
 // strerror is not thread-safe; the generic category gives the same text.
 std::string errno_text(int e) { return std::error_code(e, std::generic_category()).message(); }
 
@@ -660,68 +645,6 @@ std::optional<std::string> write_source(const SourceFile& original, const std::s
   ::unlink(slot.path());
   slot.release();
   return std::nullopt;
-}
-
-std::vector<fs::path> discover_python_files(const std::vector<fs::path>& paths, std::vector<std::string>& errors) {
-  std::vector<fs::path> out;
-  std::set<fs::path> seen;
-  for (const fs::path& root : paths) {
-    struct stat st {};
-    if (::stat(root.c_str(), &st) != 0) {
-      const int e = errno;
-      errors.push_back(root.string() + ": " + (e == ENOENT ? std::string("no such file or directory") : errno_text(e)));
-      continue;
-    }
-    if (S_ISREG(st.st_mode)) {
-      if (seen.insert(root.lexically_normal()).second) out.push_back(root);
-      continue;
-    }
-    if (!S_ISDIR(st.st_mode)) {
-      // Never opened: a FIFO would block the run until something writes to it.
-      errors.push_back(root.string() + ": " + not_regular(st.st_mode) + "; not read");
-      continue;
-    }
-    // skip_permission_denied below would skip an unreadable root silently.
-    if (DIR* d = ::opendir(root.c_str())) {
-      ::closedir(d);
-    } else {
-      errors.push_back(root.string() + ": cannot read directory (" + errno_text(errno) + ")");
-      continue;
-    }
-    std::error_code ec;
-    fs::recursive_directory_iterator it(root, fs::directory_options::skip_permission_denied, ec), end;
-    if (ec) {
-      errors.push_back(root.string() + ": cannot read directory (" + ec.message() + ")");
-      continue;
-    }
-    for (; it != end; it.increment(ec)) {
-      if (ec) {
-        errors.push_back(it->path().string() + ": " + ec.message());
-        ec.clear();
-        continue;
-      }
-      const fs::directory_entry& entry = *it;
-      std::error_code e2;
-      if (entry.is_directory(e2)) {
-        if (skipped_dir(entry.path()) || entry.is_symlink(e2)) it.disable_recursion_pending();
-        else if (::faccessat(AT_FDCWD, entry.path().c_str(), R_OK | X_OK, AT_EACCESS) != 0)
-          errors.push_back(entry.path().string() + ": cannot read directory (" + errno_text(errno) + ")");
-        continue;
-      }
-      if (entry.path().extension() != ".py") continue;  // .pyi stubs hold no executable code
-      if (!entry.is_regular_file(e2)) continue;  // FIFOs, sockets, devices, dangling links: never opened
-      if (seen.insert(entry.path().lexically_normal()).second) out.push_back(entry.path());
-    }
-  }
-  std::sort(out.begin(), out.end());
-  // One file under two names (a symlink or hard link in the tree) is checked once: fixing it twice at
-  // once would make the second write see a file changed since it was read.
-  std::set<std::pair<dev_t, ino_t>> inodes;
-  std::erase_if(out, [&](const fs::path& file) {
-    struct stat st {};
-    return ::stat(file.c_str(), &st) == 0 && !inodes.insert({st.st_dev, st.st_ino}).second;
-  });
-  return out;
 }
 
 }  // namespace graphmend::cli

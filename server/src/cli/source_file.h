@@ -73,11 +73,4 @@ std::variant<std::string, EncodeError> encode_source(const SourceFile& file, con
 // message on failure; the file is unchanged then.
 std::optional<std::string> write_source(const SourceFile& original, const std::string& new_text);
 
-// Every *.py file under `paths`, once (by the first of its names); skips VCS, virtual environment and
-// build folders, does not follow directory symlinks, skips FIFOs, sockets and devices. A path given
-// explicitly must be a regular file or a directory. Problems (missing paths, unreadable folders, other
-// kinds of files) go to `errors`.
-std::vector<std::filesystem::path> discover_python_files(const std::vector<std::filesystem::path>& paths,
-                                                         std::vector<std::string>& errors);
-
 }  // namespace graphmend::cli

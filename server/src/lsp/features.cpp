@@ -6,6 +6,8 @@
 #include <cctype>
 #include <functional>
 
+#include "graphmend/analysis/noqa.h"
+
 namespace graphmend::lsp {
 namespace {
 
@@ -33,34 +35,6 @@ void append_lines(std::string& out, std::string_view block, std::string_view pre
     if (eol == block.size()) break;
     pos = eol + 1;
   }
-}
-
-// The `# noqa:` directive in a line: offset just after its code list, or npos.
-std::size_t noqa_codes_end(std::string_view line) {
-  std::string lower(line);
-  std::transform(lower.begin(), lower.end(), lower.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  std::size_t hash = lower.rfind('#');
-  while (hash != std::string::npos) {
-    std::size_t i = hash + 1;
-    while (i < lower.size() && lower[i] == ' ') ++i;
-    if (lower.compare(i, 5, "noqa:") == 0) {
-      i += 5;
-      std::size_t end = i;
-      // Codes and separators: letters, digits, commas, spaces.
-      std::size_t last_code_end = std::string::npos;
-      while (end < lower.size() &&
-             (std::isalnum(static_cast<unsigned char>(lower[end])) || lower[end] == ',' ||
-              lower[end] == ' ')) {
-        if (std::isalnum(static_cast<unsigned char>(lower[end]))) last_code_end = end + 1;
-        ++end;
-      }
-      return last_code_end;
-    }
-    if (hash == 0) break;
-    hash = lower.rfind('#', hash - 1);
-  }
-  return std::string::npos;
 }
 
 }  // namespace
@@ -178,7 +152,7 @@ std::string fix_preview(const Fix& fix, std::string_view text, const LineIndex& 
 }
 
 std::string hover_markdown(const Finding& finding, std::string_view text, const LineIndex& lines,
-                           std::string_view docs_url) {
+                           std::string_view docs_url, const std::function<std::string(uint32_t offset)>& where) {
   std::string md;
   const RuleInfo* rule = finding.rule;
   if (rule != nullptr) {
@@ -218,8 +192,9 @@ std::string hover_markdown(const Finding& finding, std::string_view text, const 
   if (!finding.related.empty()) {
     md += "\n";
     for (const RelatedLocation& location : finding.related) {
-      md += "- line " + std::to_string(lines.line_of(location.range.start) + 1) + ": " +
-            location.message + "\n";
+      const std::string place =
+          where ? where(location.range.start) : "line " + std::to_string(lines.line_of(location.range.start) + 1);
+      md += "- " + place + ": " + location.message + "\n";
     }
   }
   if (rule != nullptr) {
@@ -230,22 +205,10 @@ std::string hover_markdown(const Finding& finding, std::string_view text, const 
   return md;
 }
 
-TextEdit noqa_edit(const Finding& finding, std::string_view text, const LineIndex& lines) {
-  const std::string code = finding.rule != nullptr ? std::string(finding.rule->code) : "GM";
-  const uint32_t line =
-      lines.line_of(std::min(finding.range.start, static_cast<uint32_t>(text.size())));
-  const uint32_t start = lines.line_start(line);
-  const uint32_t end = lines.line_end(line);
-  const std::string_view content = text.substr(start, end - start);
-  const std::size_t codes_end = noqa_codes_end(content);
-  if (codes_end != std::string::npos) {
-    const auto at = static_cast<uint32_t>(start + codes_end);
-    return {{at, at}, ", " + code};
-  }
-  std::size_t trimmed = content.size();
-  while (trimmed > 0 && (content[trimmed - 1] == ' ' || content[trimmed - 1] == '\t')) --trimmed;
-  const auto at = static_cast<uint32_t>(start + trimmed);
-  return {{at, end}, "  # noqa: " + code};
+std::optional<TextEdit> noqa_edit(const Finding& finding, std::string_view text, const LineIndex& lines) {
+  if (finding.rule == nullptr) return std::nullopt;
+  const uint32_t line = lines.line_of(std::min(finding.range.start, static_cast<uint32_t>(text.size())));
+  return noqa_insertion(text, lines, NoqaDirectives(text, lines), line, {std::string(finding.rule->code)});
 }
 
 std::optional<TextEdit> minimal_edit(std::string_view before, std::string_view after) {

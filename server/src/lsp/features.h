@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -46,15 +47,18 @@ json to_diagnostic(const Problem& problem, const LineIndex& lines, PositionEncod
 
 // Markdown for a hover on a finding: the message, the rule's explanation, Dynamo's explanation
 // and hints from its graph-break registry, and a preview of the fix or why there is none.
+// `where` names the place of a related location ("line 12" by default; a notebook's cell and line).
 std::string hover_markdown(const Finding& finding, std::string_view text, const LineIndex& lines,
-                           std::string_view docs_url = {});
+                           std::string_view docs_url = {},
+                           const std::function<std::string(uint32_t offset)>& where = {});
 
 // The lines a fix changes, as a unified-diff-like block ("- old" / "+ new").
 std::string fix_preview(const Fix& fix, std::string_view text, const LineIndex& lines);
 
 // The edit that adds `# noqa: CODE` to the finding's first line (or appends the code to an
-// existing `# noqa:` list there).
-TextEdit noqa_edit(const Finding& finding, std::string_view text, const LineIndex& lines);
+// existing `# noqa:` list there): noqa_insertion (graphmend/analysis/noqa.h), as `--add-noqa` has it.
+// nullopt when that line cannot end in a comment (it ends inside a string or after a backslash).
+std::optional<TextEdit> noqa_edit(const Finding& finding, std::string_view text, const LineIndex& lines);
 
 // One edit turning `before` into `after` (common prefix and suffix kept, UTF-8 boundaries
 // respected); nothing when they are equal.

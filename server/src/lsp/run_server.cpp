@@ -17,6 +17,7 @@
 
 #include "graphmend/protocol/framing.h"
 #include "graphmend/protocol/jsonrpc.h"
+#include "cli/cli_app.h"
 #include "lsp/server.h"
 #include "lsp/validator_bridge.h"
 
@@ -99,12 +100,6 @@ class StdioTransport {
   int saved_flags_ = -1;
 };
 
-void usage(std::ostream& out) {
-  out << "usage: graphmend server [--log-file FILE] [--log-level LEVEL] [--max-message-bytes N]"
-         " [--workers N]\n"
-         "Speaks the Language Server Protocol on stdin/stdout.\n";
-}
-
 }  // namespace
 
 int run_server(const std::vector<std::string>& args) {
@@ -112,33 +107,19 @@ int run_server(const std::vector<std::string>& args) {
   std::string log_level = "info";
   std::size_t max_message_bytes = protocol::kDefaultMaxMessageBytes;
   ServerOptions options;
-  for (std::size_t i = 0; i < args.size(); ++i) {
-    const std::string& arg = args[i];
-    const bool has_value = i + 1 < args.size();
-    if (arg == "--stdio" || (arg == "server" && i == 0)) continue;
-    if (arg == "-h" || arg == "--help") {
-      usage(std::cout);
-      return 0;
-    }
-    try {
-      if (arg == "--log-file" && has_value) {
-        log_file = args[++i];
-      } else if (arg == "--log-level" && has_value) {
-        log_level = args[++i];
-      } else if (arg == "--max-message-bytes" && has_value) {
-        max_message_bytes = std::stoul(args[++i]);
-      } else if (arg == "--workers" && has_value) {
-        options.workers = static_cast<unsigned>(std::stoul(args[++i]));
-      } else {
-        std::cerr << "graphmend server: unexpected argument '" << arg << "'\n";
-        usage(std::cerr);
-        return 2;
-      }
-    } catch (const std::exception&) {
-      std::cerr << "graphmend server: " << arg << " needs a number\n";
-      return 2;
-    }
-  }
+  auto app = cli::make_app("server", "Speaks the Language Server Protocol on stdin/stdout.");
+  bool stdio = true;  // the default and only transport; accepted for editors that pass it
+  app->add_flag("--stdio", stdio, "use stdin/stdout (the default and only transport)");
+  app->add_option("--log-file", log_file, "write the log here instead of stderr")->type_name("FILE");
+  app->add_option("--log-level", log_level, "trace, debug, info (default), warn, error, critical or off")
+      ->type_name("LEVEL");
+  app->add_option("--max-message-bytes", max_message_bytes, "largest LSP message accepted")
+      ->type_name("N")
+      ->check(CLI::Range(std::size_t{1}, std::size_t{1} << 40));
+  app->add_option("--workers", options.workers, "analysis threads")->type_name("N")->check(CLI::Range(1, 4096));
+  std::vector<std::string> rest = args;
+  if (!rest.empty() && rest.front() == "server") rest.erase(rest.begin());  // `graphmend server server`
+  if (auto stop = cli::parse_command_line(*app, rest)) return *stop;
 
   std::shared_ptr<spdlog::logger> logger;
   try {

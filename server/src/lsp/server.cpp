@@ -12,6 +12,7 @@
 #include <asio.hpp>
 #include <spdlog/spdlog.h>
 
+#include "cli/notebook.h"
 #include "graphmend/analysis/analyzer.h"
 #include "graphmend/analysis/config.h"
 #include "graphmend/analysis/document.h"
@@ -34,6 +35,46 @@ using Clock = std::chrono::steady_clock;
 using Strand = asio::strand<asio::thread_pool::executor_type>;
 
 constexpr std::string_view kApplyAutofix = "graphmend.applyAutofix";
+// Fix all for a whole notebook (VS Code's `notebook.codeActionsOnSave`).
+constexpr std::string_view kNotebookFixAll = "notebook.source.fixAll.graphmend";
+
+// A notebook (LSP 3.17 notebook sync) is analysed as one document under the notebook's URI whose text is
+// its Python code cells joined (cli/notebook.h): a model in one cell compiled in another is found. This is
+// which cell document each part of one version of that text is, so that diagnostics go to the cells and
+// requests on a cell are answered from the notebook's analysis.
+struct NotebookLayout {
+  cli::VirtualText virt;          // the joined text, its cells and the ranges no fix may touch
+  std::vector<std::string> uris;  // the cell documents, parallel to virt.cells
+  std::vector<int64_t> versions;
+
+  bool same(const NotebookLayout& other) const {
+    return virt.text == other.virt.text && uris == other.uris && versions == other.versions;
+  }
+  std::optional<size_t> find(const std::string& uri) const {
+    const auto it = std::find(uris.begin(), uris.end(), uri);
+    if (it == uris.end()) return std::nullopt;
+    return static_cast<size_t>(it - uris.begin());
+  }
+  // The cell holding `offset` (an offset just after a cell's newline: the next cell).
+  size_t cell_at(uint32_t offset) const {
+    size_t cell = 0;
+    while (cell + 1 < virt.cells.size() && virt.cells[cell + 1].offset <= offset) ++cell;
+    return cell;
+  }
+  // The offset of the newline that ends `cell`.
+  uint32_t end_of(size_t cell) const {
+    const size_t next = cell + 1 < virt.cells.size() ? virt.cells[cell + 1].offset : virt.text.size();
+    return static_cast<uint32_t>(next == 0 ? 0 : next - 1);
+  }
+  // `range` of the joined text as a range in the cell holding its start (clamped to that cell).
+  std::pair<size_t, json> cell_range(const LineIndex& lines, ByteRange range, PositionEncoding encoding) const {
+    const size_t cell = cell_at(range.start);
+    const uint32_t end = std::max(range.start, std::min(range.end, end_of(cell)));
+    const LinePosition a = lines.to_position(range.start, encoding), b = lines.to_position(end, encoding);
+    const uint32_t base = virt.cells[cell].line;
+    return {cell, protocol::to_json(protocol::Range{{a.line - base, a.character}, {b.line - base, b.character}})};
+  }
+};
 
 // The findings of one version of a document, with everything needed to answer requests about it.
 struct AnalysisResult {
@@ -54,6 +95,24 @@ struct AnalysisResult {
   std::string docs_url;  // the configuration's `docs-url`, for the rule links of hovers
   // Calls from traced code to functions imported from other modules: (module as written, name).
   std::vector<std::pair<std::string, std::string>> imported_calls;
+  // A notebook: its cells for this version; each diagnostic's cell and the diagnostic in that cell's
+  // positions (parallel to `diagnostics`).
+  std::shared_ptr<const NotebookLayout> notebook;
+  std::vector<size_t> diagnostic_cells;
+  std::vector<json> cell_diagnostics;
+
+  // What a client is given for `cell` (an index into notebook->uris).
+  json diagnostics_of_cell(size_t cell) const {
+    json items = json::array();
+    for (size_t i = 0; i < cell_diagnostics.size(); ++i) {
+      if (diagnostic_cells[i] == cell) items.push_back(cell_diagnostics[i]);
+    }
+    return items;
+  }
+  // The diagnostic `i` as its document has it.
+  const json& diagnostic(size_t i) const {
+    return notebook && i < cell_diagnostics.size() ? cell_diagnostics[i] : diagnostics[i];
+  }
 };
 
 // State touched only on the document's strand.
@@ -96,6 +155,7 @@ struct OpenDocument {
   uint64_t epoch = 1;
   std::shared_ptr<const TextSnapshot> snapshot;
   bool too_large = false;
+  std::shared_ptr<const NotebookLayout> notebook;  // a notebook: its cells for `snapshot`
 
   Strand strand;
   std::shared_ptr<Worker> worker = std::make_shared<Worker>();
@@ -342,6 +402,10 @@ struct Server::Impl {
 
   void dispatch_request(const std::string& method, const json& id, const json& params) {
     if (method == "initialize") return initialize(id, params);
+    if (const json* uri = protocol::optional_member(params, "/textDocument/uri", json::value_t::string)) {
+      const auto cell = notebook_of_cell.find(uri->get<std::string>());
+      if (cell != notebook_of_cell.end()) return cell_request(method, id, params, cell->first, cell->second);
+    }
     if (method == "shutdown") {
       state = State::ShutDown;
       for (auto& [uri, document] : documents) document->debounce.cancel();
@@ -377,6 +441,10 @@ struct Server::Impl {
       if (method == "textDocument/didChange") return did_change(message.params);
       if (method == "textDocument/didSave") return did_save(message.params);
       if (method == "textDocument/didClose") return did_close(message.params);
+      if (method == "notebookDocument/didOpen") return notebook_did_open(message.params);
+      if (method == "notebookDocument/didChange") return notebook_did_change(message.params);
+      if (method == "notebookDocument/didSave") return notebook_did_save(message.params);
+      if (method == "notebookDocument/didClose") return notebook_did_close(message.params);
       if (method == "workspace/didChangeConfiguration") {
         return did_change_configuration(message.params);
       }
@@ -495,7 +563,12 @@ struct Server::Impl {
          {{"openClose", true}, {"change", 2}, {"save", {{"includeText", false}}}}},
         {"hoverProvider", true},
         {"codeActionProvider",
-         {{"codeActionKinds", {"quickfix", "source.fixAll.graphmend"}}, {"resolveProvider", true}}},
+         {{"codeActionKinds", {"quickfix", "source.fixAll.graphmend", kNotebookFixAll}}, {"resolveProvider", true}}},
+        // Jupyter notebooks: the Python cells of each are analysed together, diagnostics go to each cell.
+        {"notebookDocumentSync",
+         {{"notebookSelector", json::array({{{"notebook", {{"notebookType", "jupyter-notebook"}}},
+                                             {"cells", json::array({{{"language", "python"}}})}}})},
+          {"save", true}}},
         {"executeCommandProvider", {{"commands", commands}}},
     };
     if (pull_mode) {
@@ -602,7 +675,8 @@ struct Server::Impl {
 
   Config config_for(const OpenDocument& document) {
     Config config;
-    if (document.path != document.uri) {
+    if (document.path != document.uri &&
+        settings.configuration_preference != ConfigurationPreference::EditorOnly) {
       const std::filesystem::path file(document.path);
       const std::filesystem::path dir = file.parent_path();
       auto found = pyproject_for_dir.find(dir);
@@ -774,6 +848,12 @@ struct Server::Impl {
     const std::optional<std::string> path = protocol::document_path(uri);
     const int64_t version = protocol::require_integer(params, "/textDocument/version");
     std::string text = protocol::require_string(params, "/textDocument/text");
+    open_document(uri, path, version, std::move(text), nullptr);
+  }
+
+  // `notebook`: the document is a notebook's cells joined (`text` is notebook->virt.text).
+  void open_document(const std::string& uri, const std::optional<std::string>& path, int64_t version, std::string text,
+                     std::shared_ptr<const NotebookLayout> notebook) {
     if (documents.count(uri) != 0) {
       spdlog::warn("{} opened twice; replacing it", uri);
       close_document(uri);
@@ -787,6 +867,7 @@ struct Server::Impl {
     }
     document->version = version;
     document->live_version->store(version);
+    document->notebook = std::move(notebook);
     document->snapshot = std::make_shared<const TextSnapshot>(
         std::make_shared<const std::string>(std::move(text)));
     document->too_large = document->snapshot->text->size() > settings.max_file_bytes;
@@ -817,15 +898,23 @@ struct Server::Impl {
                       " is not newer than " + std::to_string(document.version));
       return;
     }
-    std::shared_ptr<const std::string> text = document.snapshot->text;
-    std::shared_ptr<const TextSnapshot> snapshot = document.snapshot;
     // The tree's edits, posted only once every change was accepted (all or nothing).
-    struct TreeEdit {
-      bool full = false;
-      ByteRange range;
-      std::string text;
-    };
     std::vector<TreeEdit> tree_edits;
+    std::shared_ptr<const std::string> text = apply_changes(document.uri, document.snapshot, changes, tree_edits);
+    commit_change(document, version, std::move(text), std::move(tree_edits));
+  }
+
+  struct TreeEdit {
+    bool full = false;
+    ByteRange range;
+    std::string text;
+  };
+
+  // `snapshot`'s text after LSP content `changes` (ProtocolError for a malformed one); `tree_edits` gets
+  // the same as edits of the tree.
+  std::shared_ptr<const std::string> apply_changes(const std::string& uri, std::shared_ptr<const TextSnapshot> snapshot,
+                                                   const json& changes, std::vector<TreeEdit>& tree_edits) {
+    std::shared_ptr<const std::string> text = snapshot->text;
     std::size_t index = 0;
     for (const json& change : changes) {
       const std::string where = "contentChanges[" + std::to_string(index++) + "]";
@@ -844,7 +933,7 @@ struct Server::Impl {
       const LinePosition end{range.end.line, range.end.character};
       if (!snapshot->lines.is_valid(start, encoding) || !snapshot->lines.is_valid(end, encoding)) {
         log_message(protocol::message_type::kWarning,
-                    "a change to " + document.uri + " has a range outside the text (" +
+                    "a change to " + uri + " has a range outside the text (" +
                         std::to_string(start.line) + ":" + std::to_string(start.character) + "-" +
                         std::to_string(end.line) + ":" + std::to_string(end.character) +
                         "); clamped to the text");
@@ -864,6 +953,12 @@ struct Server::Impl {
       snapshot = std::make_shared<const TextSnapshot>(text);
       tree_edits.push_back({false, {start_offset, end_offset}, inserted});
     }
+    return text;
+  }
+
+  // A new version of the document: its tree is edited on its strand, requests on the old one are stale.
+  void commit_change(OpenDocument& document, int64_t version, std::shared_ptr<const std::string> text,
+                     std::vector<TreeEdit> tree_edits) {
     if (!document.too_large) {
       asio::post(document.strand, [worker = document.worker, edits = std::move(tree_edits)] {
         if (!worker->document) return;  // released: the next analysis parses the text afresh
@@ -923,8 +1018,9 @@ struct Server::Impl {
     if (OpenDocument* document = find_document(uri)) document->waiters.clear();
   }
 
-  void did_save(const json& params) {
-    OpenDocument& document = document_for(params);
+  void did_save(const json& params) { saved(document_for(params)); }
+
+  void saved(OpenDocument& document) {
     if (settings.run != RunMode::OnSave) return;
     document.publish_pending = true;
     if (is_current(document)) {
@@ -956,6 +1052,250 @@ struct Server::Impl {
     // for when it is opened again.
     set_contribution(uri, {});
     try_answer_workspace();
+  }
+
+  // ---------------------------------------------------------------------------------------------
+  // Notebooks (LSP 3.17 notebook document sync). A notebook is one OpenDocument under the notebook's
+  // URI, its text the Python code cells joined (cli/notebook.h, NotebookLayout); its cells' documents
+  // get its diagnostics, and requests on a cell are answered from its analysis.
+
+  struct NotebookCell {
+    std::string uri;
+    int64_t kind = 2;  // NotebookCellKind: 1 markup, 2 code
+    std::string language;
+    int64_t version = 0;
+    std::shared_ptr<const TextSnapshot> snapshot =
+        std::make_shared<const TextSnapshot>(std::make_shared<const std::string>());
+  };
+  struct OpenNotebook {
+    std::vector<NotebookCell> cells;  // in the notebook's order
+    std::set<std::string> published;  // the cell documents last given diagnostics
+  };
+  std::map<std::string, OpenNotebook> notebooks;
+  std::map<std::string, std::string> notebook_of_cell;  // cell document -> its notebook
+
+  static NotebookCell cell_from_json(const json& cell) {
+    NotebookCell out;
+    out.uri = protocol::require_string(cell, "/document");
+    out.kind = protocol::require_integer(cell, "/kind");
+    return out;
+  }
+
+  // TextDocumentItems of a notebook's cells: their language, version and text.
+  static void open_cells(OpenNotebook& notebook, const json& items) {
+    for (const json& item : items) {
+      const std::string uri = protocol::require_string(item, "/uri");
+      const auto cell = std::find_if(notebook.cells.begin(), notebook.cells.end(),
+                                     [&](const NotebookCell& c) { return c.uri == uri; });
+      if (cell == notebook.cells.end()) {
+        spdlog::warn("ignoring the text of {}: no cell of the notebook", uri);
+        continue;
+      }
+      cell->language = protocol::require_string(item, "/languageId");
+      cell->version = protocol::require_integer(item, "/version");
+      cell->snapshot = std::make_shared<const TextSnapshot>(
+          std::make_shared<const std::string>(protocol::require_string(item, "/text")));
+    }
+  }
+
+  static std::shared_ptr<const NotebookLayout> layout_of(const OpenNotebook& notebook) {
+    std::vector<cli::CodeCellText> texts;
+    std::vector<const NotebookCell*> code;
+    for (std::size_t i = 0; i < notebook.cells.size(); ++i) {
+      const NotebookCell& cell = notebook.cells[i];
+      if (cell.kind != 2 || cell.language != "python") continue;
+      texts.push_back({static_cast<uint32_t>(i + 1), *cell.snapshot->text});
+      code.push_back(&cell);
+    }
+    auto layout = std::make_shared<NotebookLayout>();
+    layout->virt = cli::build_virtual_text(texts);
+    for (const auto& cell : layout->virt.cells) {
+      layout->uris.push_back(code[cell.source]->uri);
+      layout->versions.push_back(code[cell.source]->version);
+    }
+    return layout;
+  }
+
+  void notebook_did_open(const json& params) {
+    const std::string uri = protocol::require_string(params, "/notebookDocument/uri");
+    const std::optional<std::string> path = protocol::document_path(uri);
+    const int64_t version = protocol::require_integer(params, "/notebookDocument/version");
+    OpenNotebook notebook;
+    for (const json& cell : protocol::require(params, "/notebookDocument/cells", json::value_t::array)) {
+      notebook.cells.push_back(cell_from_json(cell));
+    }
+    if (const json* items = protocol::optional_member(params, "/cellTextDocuments", json::value_t::array)) {
+      open_cells(notebook, *items);
+    }
+    if (notebooks.count(uri) != 0) {
+      spdlog::warn("notebook {} opened twice; replacing it", uri);
+      close_notebook(uri);
+    }
+    std::shared_ptr<const NotebookLayout> layout = layout_of(notebook);
+    for (const NotebookCell& cell : notebook.cells) notebook_of_cell[cell.uri] = uri;
+    notebooks[uri] = std::move(notebook);
+    spdlog::info("opened notebook {} ({} cells, {} analysed)", uri, notebooks[uri].cells.size(),
+                 layout->virt.cells.size());
+    std::string text = layout->virt.text;
+    open_document(uri, path, version, std::move(text), std::move(layout));
+  }
+
+  void notebook_did_change(const json& params) {
+    const std::string uri = protocol::require_string(params, "/notebookDocument/uri");
+    const int64_t version = protocol::require_integer(params, "/notebookDocument/version");
+    const auto open = notebooks.find(uri);
+    OpenDocument* document = find_document(uri);
+    if (open == notebooks.end() || document == nullptr) {
+      throw ProtocolError(errc::kInvalidParams, "notebook is not open: " + uri);
+    }
+    OpenNotebook updated = open->second;  // all changes or none
+    if (const json* structure = protocol::optional_member(params, "/change/cells/structure", json::value_t::object)) {
+      const json& array = protocol::require(*structure, "/array", json::value_t::object);
+      const int64_t start = protocol::require_integer(array, "/start");
+      const int64_t count = protocol::require_integer(array, "/deleteCount");
+      const auto size = static_cast<int64_t>(updated.cells.size());
+      if (start < 0 || count < 0 || start + count > size) {
+        throw ProtocolError(errc::kInvalidParams, "change.cells.structure.array is outside the notebook's " +
+                                                      std::to_string(size) + " cells");
+      }
+      auto at = updated.cells.erase(updated.cells.begin() + start, updated.cells.begin() + start + count);
+      if (const json* cells = protocol::optional_member(array, "/cells", json::value_t::array)) {
+        std::vector<NotebookCell> inserted;
+        for (const json& cell : *cells) inserted.push_back(cell_from_json(cell));
+        updated.cells.insert(at, inserted.begin(), inserted.end());
+      }
+      if (const json* items = protocol::optional_member(*structure, "/didOpen", json::value_t::array)) {
+        open_cells(updated, *items);
+      }
+    }
+    if (const json* data = protocol::optional_member(params, "/change/cells/data", json::value_t::array)) {
+      for (const json& item : *data) {
+        const NotebookCell changed = cell_from_json(item);
+        for (NotebookCell& cell : updated.cells) {
+          if (cell.uri == changed.uri) cell.kind = changed.kind;
+        }
+      }
+    }
+    if (const json* contents = protocol::optional_member(params, "/change/cells/textContent", json::value_t::array)) {
+      for (const json& item : *contents) {
+        const std::string cell_uri = protocol::require_string(item, "/document/uri");
+        const auto cell = std::find_if(updated.cells.begin(), updated.cells.end(),
+                                       [&](const NotebookCell& c) { return c.uri == cell_uri; });
+        if (cell == updated.cells.end()) {
+          throw ProtocolError(errc::kInvalidParams, cell_uri + " is no cell of " + uri);
+        }
+        std::vector<TreeEdit> unused;
+        auto text =
+            apply_changes(cell_uri, cell->snapshot, protocol::require(item, "/changes", json::value_t::array), unused);
+        cell->snapshot = std::make_shared<const TextSnapshot>(std::move(text));
+        cell->version = protocol::require_integer(item, "/document/version");
+      }
+    }
+    // Cells gone: their documents' diagnostics are cleared.
+    std::set<std::string> now;
+    for (const NotebookCell& cell : updated.cells) now.insert(cell.uri);
+    for (const NotebookCell& cell : open->second.cells) {
+      if (now.count(cell.uri) != 0) continue;
+      notebook_of_cell.erase(cell.uri);
+      if (updated.published.erase(cell.uri) != 0 && !pull_mode) {
+        notify("textDocument/publishDiagnostics", {{"uri", cell.uri}, {"diagnostics", json::array()}});
+      }
+    }
+    for (const std::string& cell : now) notebook_of_cell[cell] = uri;
+    open->second = std::move(updated);
+    std::shared_ptr<const NotebookLayout> layout = layout_of(open->second);
+    if (document->notebook && layout->same(*document->notebook)) return;  // a markdown cell changed
+    // The joined text changes where the edited cells are: one edit for the tree (incremental reparse).
+    std::vector<TreeEdit> edits;
+    if (auto edit = minimal_edit(*document->snapshot->text, layout->virt.text)) {
+      edits.push_back({false, edit->range, edit->new_text});
+    }
+    auto text = std::make_shared<const std::string>(layout->virt.text);
+    document->notebook = std::move(layout);
+    commit_change(*document, std::max(version, document->version + 1), std::move(text), std::move(edits));
+  }
+
+  void notebook_did_save(const json& params) {
+    const std::string uri = protocol::require_string(params, "/notebookDocument/uri");
+    OpenDocument* document = find_document(uri);
+    if (document == nullptr || notebooks.count(uri) == 0) {
+      throw ProtocolError(errc::kInvalidParams, "notebook is not open: " + uri);
+    }
+    saved(*document);
+  }
+
+  void notebook_did_close(const json& params) {
+    const std::string uri = protocol::require_string(params, "/notebookDocument/uri");
+    if (notebooks.count(uri) == 0) throw ProtocolError(errc::kInvalidParams, "notebook is not open: " + uri);
+    close_notebook(uri);
+  }
+
+  void close_notebook(const std::string& uri) {
+    const auto it = notebooks.find(uri);
+    for (const NotebookCell& cell : it->second.cells) notebook_of_cell.erase(cell.uri);
+    const std::set<std::string> published = std::move(it->second.published);
+    notebooks.erase(it);
+    if (documents.count(uri) != 0) close_document(uri);
+    if (pull_mode) return;
+    for (const std::string& cell : published) {
+      notify("textDocument/publishDiagnostics", {{"uri", cell}, {"diagnostics", json::array()}});
+    }
+  }
+
+  // Diagnostics for every analysed cell (none where there are none); cells no longer analysed are cleared.
+  void publish_cells(const std::string& uri, const AnalysisResult& result) {
+    const NotebookLayout& layout = *result.notebook;
+    std::set<std::string> now;
+    for (std::size_t cell = 0; cell < layout.uris.size(); ++cell) {
+      notify("textDocument/publishDiagnostics", {{"uri", layout.uris[cell]},
+                                                 {"version", layout.versions[cell]},
+                                                 {"diagnostics", result.diagnostics_of_cell(cell)}});
+      now.insert(layout.uris[cell]);
+    }
+    const auto it = notebooks.find(uri);
+    if (it == notebooks.end()) return;
+    for (const std::string& cell : it->second.published) {
+      if (now.count(cell) == 0) {
+        notify("textDocument/publishDiagnostics", {{"uri", cell}, {"diagnostics", json::array()}});
+      }
+    }
+    it->second.published = std::move(now);
+  }
+
+  // A request on a cell's document, answered from its notebook's analysis in the cell's positions.
+  void cell_request(const std::string& method, const json& id, const json& params, const std::string& cell_uri,
+                    const std::string& notebook_uri) {
+    // An edit to any cell changes the notebook's text: the request is stale then.
+    if (auto it = pending.find(key_of(id)); it != pending.end()) it->second.uri = notebook_uri;
+    OpenDocument* document = find_document(notebook_uri);
+    if (document == nullptr) throw not_open(cell_uri);
+    json translated = params;
+    translated["textDocument"]["uri"] = notebook_uri;
+    if (method == "textDocument/diagnostic" && pull_mode) return document_diagnostic(id, translated, cell_uri);
+    if (method == "textDocument/codeLens") return reply(id, json::array());  // validation targets are files
+    const std::optional<std::size_t> cell = document->notebook ? document->notebook->find(cell_uri) : std::nullopt;
+    const uint32_t base = cell ? document->notebook->virt.cells[*cell].line : 0;
+    auto shift = [base](json* position) {
+      if (position != nullptr && position->contains("line") && (*position)["line"].is_number_unsigned()) {
+        (*position)["line"] = (*position)["line"].get<uint32_t>() + base;
+      }
+    };
+    auto member = [&](const char* pointer) -> json* {
+      const json::json_pointer at(pointer);
+      return translated.contains(at) && translated[at].is_object() ? &translated[at] : nullptr;
+    };
+    if (method == "textDocument/hover") {
+      if (!cell) return reply(id, nullptr);  // a cell not analysed (another language, a %%bash cell)
+      shift(member("/position"));
+      return hover(id, translated);
+    }
+    if (method == "textDocument/codeAction") {
+      if (!cell) return reply(id, json::array());
+      shift(member("/range/start"));
+      shift(member("/range/end"));
+      return code_action(id, translated);
+    }
+    reply_error(id, errc::kMethodNotFound, "method not found for a notebook cell: " + method);
   }
 
   // ---------------------------------------------------------------------------------------------
@@ -991,6 +1331,7 @@ struct Server::Impl {
     result->version = document.version;
     result->generation = document.epoch;
     result->snapshot = document.snapshot;
+    result->notebook = document.notebook;
     if (document.too_large) {
       asio::post(io, [this, uri = document.uri, result] { on_analysis_done(uri, result); });
       return;
@@ -1040,6 +1381,8 @@ struct Server::Impl {
       }
       result->findings = std::move(run.analysis.findings);
       result->problems = std::move(run.analysis.problems);
+      // A fix across two cells, or one editing an IPython line, cannot be applied to the cells.
+      if (result->notebook) cli::drop_cross_cell_fixes(result->findings, result->notebook->virt.protected_ranges);
       result->incremental = run.reanalysed.has_value();
       result->held = run.held;
       result->provisional = run.provisional;
@@ -1059,6 +1402,7 @@ struct Server::Impl {
     for (const Problem& problem : result->problems) {
       result->diagnostics.push_back(to_diagnostic(problem, result->snapshot->lines, job.encoding));
     }
+    if (result->notebook) place_in_cells(*result, job.encoding);
     result->elapsed = Clock::now() - start;
     asio::post(io, [this, uri, result] { on_analysis_done(uri, result); });
     if (result->provisional) {
@@ -1069,12 +1413,46 @@ struct Server::Impl {
       complete->version = result->version;
       complete->generation = result->generation;
       complete->snapshot = result->snapshot;
+      complete->notebook = result->notebook;
       complete->completes_provisional = true;
       auto pause = std::make_shared<asio::steady_timer>(io, kFinishParseAfter);
       pause->async_wait([this, pause, job, complete](const std::error_code& ec) {
         if (ec || job.live->load() != complete->version) return;  // a newer edit has its own
         asio::post(job.strand, [this, job, complete] { finish_then_analyse(job, complete); });
       });
+    }
+  }
+
+  // A notebook's diagnostics in the positions of their cells' documents (related locations and fix edits
+  // included, each in the cell it lies in).
+  static void place_in_cells(AnalysisResult& result, PositionEncoding encoding) {
+    const NotebookLayout& layout = *result.notebook;
+    if (layout.virt.cells.empty()) return;  // no code cells: no text, nothing found
+    const LineIndex& lines = result.snapshot->lines;
+    auto place = [&](size_t i, ByteRange range) {
+      auto [cell, where] = layout.cell_range(lines, range, encoding);
+      json diagnostic = result.diagnostics[i];
+      diagnostic["range"] = std::move(where);
+      result.diagnostic_cells.push_back(cell);
+      return diagnostic;
+    };
+    for (size_t i = 0; i < result.findings.size(); ++i) {
+      const Finding& finding = result.findings[i];
+      json diagnostic = place(i, finding.range);
+      for (size_t k = 0; k < finding.related.size() && diagnostic.contains("relatedInformation"); ++k) {
+        auto [cell, where] = layout.cell_range(lines, finding.related[k].range, encoding);
+        diagnostic["relatedInformation"][k]["location"] = {{"uri", layout.uris[cell]}, {"range", std::move(where)}};
+      }
+      if (finding.fix && diagnostic.contains("data") && diagnostic["data"].contains("fix")) {
+        json& edits = diagnostic["data"]["fix"]["edits"];
+        for (size_t k = 0; k < finding.fix->edits.size() && k < edits.size(); ++k) {
+          edits[k]["range"] = layout.cell_range(lines, finding.fix->edits[k].range, encoding).second;
+        }
+      }
+      result.cell_diagnostics.push_back(std::move(diagnostic));
+    }
+    for (size_t i = 0; i < result.problems.size(); ++i) {
+      result.cell_diagnostics.push_back(place(result.findings.size() + i, result.problems[i].range));
     }
   }
 
@@ -1139,6 +1517,7 @@ struct Server::Impl {
     document.published = document.latest;
     document.publish_pending = false;
     if (pull_mode) return;
+    if (document.published->notebook) return publish_cells(document.uri, *document.published);
     notify("textDocument/publishDiagnostics", {{"uri", document.uri},
                                                {"version", document.published->version},
                                                {"diagnostics", document.published->diagnostics}});
@@ -1166,7 +1545,8 @@ struct Server::Impl {
     return nullptr;
   }
 
-  void document_diagnostic(const json& id, const json& params) {
+  // `cell`: a notebook cell's document asks (params name its notebook): that cell's diagnostics.
+  void document_diagnostic(const json& id, const json& params, const std::string& cell = {}) {
     const std::string uri = protocol::require_string(params, "/textDocument/uri");
     std::string previous;
     if (const json* value =
@@ -1177,12 +1557,17 @@ struct Server::Impl {
     if (document == nullptr) {
       return reply(id, {{"kind", "full"}, {"items", json::array()}});
     }
-    auto answer = [this, id, previous](const AnalysisResult& result) {
+    auto answer = [this, id, previous, cell](const AnalysisResult& result) {
       if (!is_pending(id)) return;
       if (!previous.empty() && previous == result.result_id) {
         return reply(id, {{"kind", "unchanged"}, {"resultId", result.result_id}});
       }
-      reply(id, {{"kind", "full"}, {"resultId", result.result_id}, {"items", result.diagnostics}});
+      json items = result.diagnostics;
+      if (result.notebook) {
+        const auto index = result.notebook->find(cell);
+        items = index ? result.diagnostics_of_cell(*index) : json::array();
+      }
+      reply(id, {{"kind", "full"}, {"resultId", result.result_id}, {"items", std::move(items)}});
     };
     if (auto result = report_result(*document)) return answer(*result);
     with_analysis(*document, [this, answer, uri](const AnalysisResult& result) {
@@ -1224,18 +1609,32 @@ struct Server::Impl {
           schedule_analysis(*document);
           continue;
         }
-        const auto previous = request.previous.find(uri);
-        if (previous != request.previous.end() && previous->second == result->result_id) {
-          items.push_back({{"kind", "unchanged"}, {"uri", uri}, {"version", result->version},
-                           {"resultId", result->result_id}});
-        } else {
-          changed = true;
-          items.push_back({{"kind", "full"}, {"uri", uri}, {"version", result->version},
-                           {"resultId", result->result_id}, {"items", result->diagnostics}});
+        auto report = [&](const std::string& target, int64_t version, const json& diagnostics) {
+          const auto previous = request.previous.find(target);
+          if (previous != request.previous.end() && previous->second == result->result_id) {
+            items.push_back(
+                {{"kind", "unchanged"}, {"uri", target}, {"version", version}, {"resultId", result->result_id}});
+          } else {
+            changed = true;
+            items.push_back({{"kind", "full"},
+                             {"uri", target},
+                             {"version", version},
+                             {"resultId", result->result_id},
+                             {"items", diagnostics}});
+          }
+        };
+        if (!result->notebook) {
+          report(uri, result->version, result->diagnostics);
+          continue;
+        }
+        // A notebook: a report per cell document.
+        const NotebookLayout& layout = *result->notebook;
+        for (std::size_t cell = 0; cell < layout.uris.size(); ++cell) {
+          report(layout.uris[cell], layout.versions[cell], result->diagnostics_of_cell(cell));
         }
       }
       for (const auto& [uri, value] : request.previous) {
-        if (documents.count(uri) == 0 && !value.empty()) {
+        if (documents.count(uri) == 0 && notebook_of_cell.count(uri) == 0 && !value.empty()) {
           // Closed since: clear what the client still shows for it.
           changed = true;
           items.push_back({{"kind", "full"}, {"uri", uri}, {"version", nullptr},
@@ -1262,6 +1661,14 @@ struct Server::Impl {
       if (!is_pending(id)) return;
       const LineIndex& lines = result.snapshot->lines;
       const uint32_t offset = lines.to_offset({position.line, position.character}, encoding);
+      // In a notebook a related location is named by its cell and the line in it.
+      std::function<std::string(uint32_t)> where;
+      if (result.notebook && !result.notebook->virt.cells.empty()) {
+        where = [&layout = *result.notebook, &lines](uint32_t at) {
+          const auto& cell = layout.virt.cells[layout.cell_at(at)];
+          return "cell " + std::to_string(cell.number) + ", line " + std::to_string(lines.line_of(at) - cell.line + 1);
+        };
+      }
       std::string markdown;
       const Finding* first = nullptr;
       for (const Finding& finding : result.findings) {
@@ -1271,12 +1678,13 @@ struct Server::Impl {
           } else {
             markdown += "\n---\n\n";
           }
-          markdown += hover_markdown(finding, *result.snapshot->text, lines, result.docs_url);
+          markdown += hover_markdown(finding, *result.snapshot->text, lines, result.docs_url, where);
         }
       }
       if (first == nullptr) return reply(id, nullptr);
-      reply(id, {{"contents", {{"kind", "markdown"}, {"value", markdown}}},
-                 {"range", protocol::to_json(to_lsp_range(lines, first->range, encoding))}});
+      json range = result.notebook ? result.notebook->cell_range(lines, first->range, encoding).second
+                                   : protocol::to_json(to_lsp_range(lines, first->range, encoding));
+      reply(id, {{"contents", {{"kind", "markdown"}, {"value", markdown}}}, {"range", std::move(range)}});
     });
   }
 
@@ -1292,23 +1700,73 @@ struct Server::Impl {
     return {{"changes", {{uri, std::move(edits)}}}};
   }
 
+  // The WorkspaceEdit applying `edits` of the analysed text: to the document, or to a notebook's cell
+  // documents (nothing when an edit spans two cells).
+  std::optional<json> edit_for(const AnalysisResult& result, const std::string& uri,
+                               const std::vector<TextEdit>& edits) const {
+    const LineIndex& lines = result.snapshot->lines;
+    if (!result.notebook) return workspace_edit(uri, result.version, to_lsp_edits(lines, edits, encoding));
+    const NotebookLayout& layout = *result.notebook;
+    if (layout.virt.cells.empty()) return std::nullopt;
+    std::vector<std::pair<std::size_t, json>> cells;  // (cell, its edits)
+    for (const TextEdit& edit : edits) {
+      const std::size_t cell = layout.cell_at(edit.range.start);
+      if (edit.range.end > layout.end_of(cell)) return std::nullopt;
+      json lsp = {{"range", layout.cell_range(lines, edit.range, encoding).second}, {"newText", edit.new_text}};
+      auto it = std::find_if(cells.begin(), cells.end(), [&](const auto& entry) { return entry.first == cell; });
+      if (it == cells.end()) it = cells.insert(cells.end(), {cell, json::array()});
+      it->second.push_back(std::move(lsp));
+    }
+    return cells_edit(layout, cells);
+  }
+
+  json cells_edit(const NotebookLayout& layout, const std::vector<std::pair<std::size_t, json>>& cells) const {
+    if (document_changes) {
+      json changes = json::array();
+      for (const auto& [cell, edits] : cells) {
+        changes.push_back(
+            {{"textDocument", {{"uri", layout.uris[cell]}, {"version", layout.versions[cell]}}}, {"edits", edits}});
+      }
+      return {{"documentChanges", std::move(changes)}};
+    }
+    json changes = json::object();
+    for (const auto& [cell, edits] : cells) changes[layout.uris[cell]] = edits;
+    return {{"changes", std::move(changes)}};
+  }
+
   bool applicable(const Fix& fix) const {
     return fix.applicability == Applicability::Safe ||
            (fix.applicability == Applicability::Unsafe && settings.unsafe_fixes);
   }
 
-  // Runs the fix loop on the pool over the current version; `then` gets its edits (I/O thread).
-  void compute_fix_all(OpenDocument& document, std::function<void(json edits)> then) {
+  // Runs the fix loop on the pool over the current version; `then` gets the WorkspaceEdit and whether
+  // it changes anything (I/O thread). A notebook's fixes are edits of its cells' documents.
+  void compute_fix_all(OpenDocument& document, std::function<void(json edit, bool changed)> then) {
     FixOptions options;
     options.unsafe = settings.unsafe_fixes;
-    asio::post(pool, [this, path = document.path, snapshot = document.snapshot,
-                      config = config_for(document), options, encoding_used = encoding,
-                      then = std::move(then)] {
+    if (document.notebook) options.protected_ranges = document.notebook->virt.protected_ranges;
+    asio::post(pool, [this, path = document.path, uri = document.uri, version = document.version,
+                      snapshot = document.snapshot, notebook = document.notebook, config = config_for(document),
+                      options, encoding_used = encoding, then = std::move(then)] {
       json edits = json::array();
+      std::vector<std::pair<std::size_t, json>> cell_edits;
       std::string error;
       try {
         const FixAllResult fixed = fix_all(path, *snapshot->text, config, options);
-        if (fixed.changed) {
+        if (fixed.changed && notebook) {
+          const cli::VirtualText& virt = notebook->virt;
+          const auto before = cli::split_virtual_text(virt, virt.text, virt.protected_ranges);
+          const auto after = cli::split_virtual_text(virt, fixed.text, fixed.protected_ranges);
+          for (std::size_t cell = 0; cell < before.size(); ++cell) {
+            if (before[cell] == after[cell]) continue;
+            const LineIndex lines(before[cell]);
+            json list = json::array();
+            for (const TextEdit& edit : diff_edits(before[cell], after[cell])) {
+              list.push_back(to_lsp_edit(lines, edit, encoding_used));
+            }
+            cell_edits.emplace_back(cell, std::move(list));
+          }
+        } else if (fixed.changed) {
           for (const TextEdit& edit : diff_edits(*snapshot->text, fixed.text)) {
             edits.push_back(to_lsp_edit(snapshot->lines, edit, encoding_used));
           }
@@ -1316,11 +1774,14 @@ struct Server::Impl {
       } catch (const std::exception& exception) {
         error = exception.what();
       }
-      asio::post(io, [this, edits = std::move(edits), error, then] {
+      asio::post(io, [this, edits = std::move(edits), cell_edits = std::move(cell_edits), error, then, notebook, uri,
+                      version] {
         if (!error.empty()) {
           log_message(protocol::message_type::kError, "fix all failed: " + error);
         }
-        then(edits);
+        if (notebook) return then(cells_edit(*notebook, cell_edits), !cell_edits.empty());
+        const bool changed = !edits.empty();
+        then(workspace_edit(uri, version, edits), changed);
       });
     });
   }
@@ -1364,44 +1825,49 @@ struct Server::Impl {
       if (finding.fix && applicable(*finding.fix)) any_fixable = true;
       const bool touches = finding.range.start <= end && start <= finding.range.end;
       if (!quickfix || !touches) continue;
-      const json& diagnostic = result.diagnostics[i];
+      const json& diagnostic = result.diagnostic(i);
       const std::string code = finding.rule != nullptr ? std::string(finding.rule->code) : "GM";
       if (finding.fix && finding.fix->applicability != Applicability::DisplayOnly) {
         std::string title = code + ": " + finding.fix->title;
         if (finding.fix->applicability == Applicability::Unsafe) title += " (unsafe)";
-        actions.push_back(
-            {{"title", title},
-             {"kind", protocol::code_action_kind::kQuickFix},
-             {"diagnostics", {diagnostic}},
-             {"isPreferred", finding.fix->applicability == Applicability::Safe},
-             {"edit", workspace_edit(document.uri, result.version,
-                                     to_lsp_edits(lines, finding.fix->edits, encoding))}});
+        if (std::optional<json> edit = edit_for(result, document.uri, finding.fix->edits)) {
+          actions.push_back({{"title", title},
+                             {"kind", protocol::code_action_kind::kQuickFix},
+                             {"diagnostics", {diagnostic}},
+                             {"isPreferred", finding.fix->applicability == Applicability::Safe},
+                             {"edit", std::move(*edit)}});
+        }
       }
-      const TextEdit suppress = noqa_edit(finding, text, lines);
-      actions.push_back({{"title", code + ": suppress with `# noqa: " + code + "`"},
-                         {"kind", protocol::code_action_kind::kQuickFix},
-                         {"diagnostics", {diagnostic}},
-                         {"edit", workspace_edit(document.uri, result.version,
-                                                 {to_lsp_edit(lines, suppress, encoding)})}});
+      if (const std::optional<TextEdit> suppress = noqa_edit(finding, text, lines)) {
+        if (std::optional<json> edit = edit_for(result, document.uri, {*suppress})) {
+          actions.push_back({{"title", code + ": suppress with `# noqa: " + code + "`"},
+                             {"kind", protocol::code_action_kind::kQuickFix},
+                             {"diagnostics", {diagnostic}},
+                             {"edit", std::move(*edit)}});
+        }
+      }
+    }
+    // In a notebook, VS Code asks for `notebook.source.fixAll` (notebook.codeActionsOnSave) on one cell;
+    // either kind fixes every cell.
+    std::string_view fix_all_kind = protocol::code_action_kind::kSourceFixAllGraphmend;
+    if (result.notebook && !only.empty() && protocol::code_action_kind_requested(only, kNotebookFixAll)) {
+      fix_all_kind = kNotebookFixAll;
     }
     const bool fix_all_requested =
-        settings.fix_all && any_fixable &&
-        protocol::code_action_kind_requested(only,
-                                             protocol::code_action_kind::kSourceFixAllGraphmend);
+        settings.fix_all && any_fixable && protocol::code_action_kind_requested(only, fix_all_kind);
     if (!fix_all_requested) return reply(id, std::move(actions));
     json fix_all_action = {{"title", "graphmend: fix all graph breaks"},
-                           {"kind", protocol::code_action_kind::kSourceFixAllGraphmend},
+                           {"kind", fix_all_kind},
                            {"data", {{"uri", document.uri}, {"version", result.version},
                                      {"type", "fixAll"}}}};
     if (resolve_edits) {
       actions.push_back(std::move(fix_all_action));
       return reply(id, std::move(actions));
     }
-    compute_fix_all(document, [this, id, actions = std::move(actions),
-                               fix_all_action = std::move(fix_all_action), uri = document.uri,
-                               version = result.version](json edits) mutable {
+    compute_fix_all(document, [this, id, actions = std::move(actions), fix_all_action = std::move(fix_all_action)](
+                                  json edit, bool) mutable {
       if (!is_pending(id)) return;
-      fix_all_action["edit"] = workspace_edit(uri, version, std::move(edits));
+      fix_all_action["edit"] = std::move(edit);
       actions.push_back(std::move(fix_all_action));
       reply(id, std::move(actions));
     });
@@ -1420,9 +1886,9 @@ struct Server::Impl {
       return reply_error(id, errc::kContentModified,
                          "the document changed since the action was offered");
     }
-    compute_fix_all(*document, [this, id, action = params, uri, version](json edits) mutable {
+    compute_fix_all(*document, [this, id, action = params](json edit, bool) mutable {
       if (!is_pending(id)) return;
-      action["edit"] = workspace_edit(uri, version, std::move(edits));
+      action["edit"] = std::move(edit);
       reply(id, std::move(action));
     });
   }
@@ -1533,25 +1999,28 @@ struct Server::Impl {
   }
 
   void apply_autofix(const json& id, const json& arguments) {
-    const std::string uri = protocol::require_string(arguments, "/0/uri");
+    std::string uri = protocol::require_string(arguments, "/0/uri");
+    // A notebook cell's document: the whole notebook is fixed (a cell's version is not the notebook's).
+    const auto cell = notebook_of_cell.find(uri);
+    if (cell != notebook_of_cell.end()) uri = cell->second;
     OpenDocument* document = find_document(uri);
     if (document == nullptr) {
       throw not_open(uri);
     }
-    if (const json* version = protocol::optional_member(arguments, "/0/version",
-                                                        json::value_t::number_integer)) {
+    if (const json* version = protocol::optional_member(arguments, "/0/version", json::value_t::number_integer);
+        version != nullptr && cell == notebook_of_cell.end()) {
       if (version->get<int64_t>() != document->version) {
         return reply_error(id, errc::kContentModified, "the document changed");
       }
     }
-    compute_fix_all(*document, [this, id, uri, version = document->version](json edits) {
+    compute_fix_all(*document, [this, id](json edit, bool changed) {
       if (!is_pending(id)) return;
-      if (edits.empty()) return reply(id, nullptr);
+      if (!changed) return reply(id, nullptr);
       // The client applies the edit (and sends didChange) before it answers: no longer stale.
       if (auto it = pending.find(key_of(id)); it != pending.end()) it->second.uri.clear();
       send_request("workspace/applyEdit",
                    {{"label", "graphmend: fix all graph breaks"},
-                    {"edit", workspace_edit(uri, version, std::move(edits))}},
+                    {"edit", std::move(edit)}},
                    [this, id](const Message& response) {
                      if (response.error) {
                        return reply_error(id, errc::kRequestFailed,

@@ -58,6 +58,17 @@ Settings merge_settings(Settings base, const json& value, std::vector<std::strin
       warn(warnings, std::string(key) + " must be a number of milliseconds (0-60000) or \"auto\"");
     }
   }
+  if (const auto it = value.find("configurationPreference"); it != value.end()) {
+    if (*it == "editorFirst") {
+      base.configuration_preference = ConfigurationPreference::EditorFirst;
+    } else if (*it == "filesystemFirst") {
+      base.configuration_preference = ConfigurationPreference::FilesystemFirst;
+    } else if (*it == "editorOnly") {
+      base.configuration_preference = ConfigurationPreference::EditorOnly;
+    } else {
+      warn(warnings, "configurationPreference must be \"editorFirst\", \"filesystemFirst\" or \"editorOnly\"");
+    }
+  }
   if (auto list = read_list(value, "select", warnings)) base.select = std::move(list);
   if (auto list = read_list(value, "ignore", warnings)) base.ignore = std::move(list);
   if (auto list = read_list(value, "extendSelect", warnings)) base.extend_select = std::move(list);
@@ -112,10 +123,17 @@ Settings merge_settings(Settings base, const json& value, std::vector<std::strin
 }
 
 Config apply_settings(Config config, const Settings& settings) {
-  if (settings.select) config.select = *settings.select;
-  if (settings.ignore) config.ignore = *settings.ignore;
-  if (settings.extend_select) config.extend_select = *settings.extend_select;
-  if (settings.scope) config.scope = *settings.scope;
+  if (settings.configuration_preference == ConfigurationPreference::EditorOnly) config = Config{};
+  const bool file_first = settings.configuration_preference == ConfigurationPreference::FilesystemFirst;
+  const auto editor_sets = [&](const auto& setting, std::string_view key) {
+    return setting && !(file_first && config.keys_set.contains(key));
+  };
+  if (editor_sets(settings.select, "select")) config.select = *settings.select;
+  if (editor_sets(settings.scope, "scope")) config.scope = *settings.scope;
+  if (settings.ignore) config.ignore.insert(config.ignore.end(), settings.ignore->begin(), settings.ignore->end());
+  if (settings.extend_select)
+    config.extend_select.insert(config.extend_select.end(), settings.extend_select->begin(),
+                                settings.extend_select->end());
   return config;
 }
 

@@ -18,11 +18,20 @@ enum class RunMode {
   OnSave,  // publish diagnostics when a file is opened or saved
 };
 
+// Which wins when the editor's settings and a pyproject.toml disagree (ruff's `configurationPreference`).
+enum class ConfigurationPreference {
+  EditorFirst,      // the editor's settings win over the file's
+  FilesystemFirst,  // the file's keys win; the editor's settings fill in what it leaves unset
+  EditorOnly,       // pyproject.toml files are not read at all
+};
+
 struct Settings {
   RunMode run = RunMode::OnType;
   // Fixed debounce in milliseconds; nothing means adaptive (from recent analysis times).
   std::optional<int> debounce_ms;
-  // Rule selection; when present they replace pyproject.toml's lists.
+  ConfigurationPreference configuration_preference = ConfigurationPreference::EditorFirst;
+  // Rule selection (see apply_settings): `select` replaces the file's, `ignore` and `extendSelect`
+  // add to the file's lists.
   std::optional<std::vector<std::string>> select;
   std::optional<std::vector<std::string>> ignore;
   std::optional<std::vector<std::string>> extend_select;
@@ -43,7 +52,11 @@ struct Settings {
 Settings merge_settings(Settings base, const nlohmann::json& value,
                         std::vector<std::string>* warnings);
 
-// The editor's overrides applied to a file's configuration.
+// The editor's settings combined with a file's configuration (`config`: its pyproject.toml's, or the
+// defaults), as `configuration_preference` says. `ignore` and `extendSelect` always add to the file's
+// lists; `select` and `scope` replace the file's (editorFirst), or only apply where the file does not
+// set that key (filesystemFirst). editorOnly drops the file's configuration: the editor's settings
+// over the defaults.
 Config apply_settings(Config config, const Settings& settings);
 
 }  // namespace graphmend::lsp

@@ -14,7 +14,9 @@
 #include <optional>
 #include <sstream>
 #include <thread>
+#include <variant>
 
+#include "cli/cli_app.h"
 #include "graphmend/analysis/config.h"
 #include "graphmend/transforms/fixer.h"
 #include "validate/process_tree.h"
@@ -33,43 +35,15 @@ constexpr int kExitEnvironment = 3;
 constexpr int kExitNotDeployable = 4;
 constexpr int kExitInterrupted = 130;
 
-constexpr const char* kUsage = R"(usage: graphmend validate TARGET [options]
+constexpr const char* kDescription =
+    "Runs the original and the fixed model under torch.compile, each measured arm in a fresh process,\n"
+    "and reports graphs, graph breaks, output equality, cold-start and steady-state times.\n\n"
+    "TARGET is path/to/file.py::factory, where factory() returns (callable_or_module, args) or\n"
+    "(callable, args, kwargs).";
 
-Runs the original and the fixed model under torch.compile, each measured arm in a fresh process,
-and reports graphs, graph breaks, output equality, cold-start and steady-state times.
-
-TARGET is path/to/file.py::factory, where factory() returns (callable_or_module, args) or
-(callable, args, kwargs).
-
-options:
-  --fixed FILE|auto|none  the fixed source: a file, graphmend's safe fixes (auto, default), or none
-                          (measure the original only)
-  --fixed-module NAME     the fixed source stands in for this module (library code such as
-                          transformers.models.bert.modeling_bert) instead of the target file;
-                          with --fixed auto, graphmend fixes the file that module is imported from
-  --python PY             interpreter with torch (default: a .venv above the target or the current
-                          folder, then python3)
-  --device auto|cpu|cuda  (default auto: cuda when torch sees one)
-  --backend NAME          torch.compile backend: inductor (default) or eager
-  --repeats N             measured runs per arm, alternated (default 3)
-  --timeout S             time limit per arm in seconds (default 600)
-  --mode eval|train       eval + no_grad (default) or train (forward and backward)
-  --threads N             torch.set_num_threads(N) in every arm (steadier CPU numbers on a busy
-                          machine; default: torch's own choice)
-  --deploy                also prove each arm deployable without Python: torch.export (strict, then
-                          non-strict), an AOTInductor package, and a C++ runner built against the
-                          torch's libtorch (cached) that runs it on the same inputs (eval mode only)
-  --json                  print one JSON object instead of the table
-  --report DIR            write DIR/validation.json and DIR/report.html
-  --quiet                 no progress on stderr
-  --progress-json         progress as JSON lines on stderr, one object per stage (for programs such
-                          as the language server): {"progress": {"message": "original arm, run 1/2",
-                          "percentage": 25}}
-
-exit status: 0 validated (outputs equal), 1 outputs differ, 2 user code raised, hung, exited or
+constexpr const char* kFooter = R"(exit status: 0 validated (outputs equal), 1 outputs differ, 2 user code raised, hung, exited or
 crashed, 3 usage or environment error, 4 (--deploy) the fixed arm (the original without one) did
-not export, package, run in C++ or match its eager outputs there, 130 interrupted
-)";
+not export, package, run in C++ or match its eager outputs there, 130 interrupted)";
 
 volatile std::sig_atomic_t g_interrupted = 0;
 
@@ -94,111 +68,95 @@ struct Options {
 };
 
 
-std::optional<Options> parse_args(const std::vector<std::string>& args, std::string& error, bool& help) {
+// The parsed options, or the exit status to stop with (help printed, or a usage error: 3).
+std::variant<Options, int> parse_args(const std::vector<std::string>& args) {
   Options options;
-  bool have_target = false;
-  for (std::size_t i = 0; i < args.size(); ++i) {
-    std::string arg = args[i];
-    std::optional<std::string> inline_value;
-    if (arg.starts_with("--") && arg.find('=') != std::string::npos) {
-      inline_value = arg.substr(arg.find('=') + 1);
-      arg = arg.substr(0, arg.find('='));
-    }
-    auto value = [&]() -> std::optional<std::string> {
-      if (inline_value) return inline_value;
-      if (i + 1 >= args.size()) {
-        error = arg + " needs a value";
-        return std::nullopt;
-      }
-      return args[++i];
-    };
-    if (arg == "-h" || arg == "--help") {
-      help = true;
-      return std::nullopt;
-    }
-    if (arg == "--json") {
-      options.json_output = true;
-    } else if (arg == "--quiet" || arg == "-q") {
-      options.quiet = true;
-    } else if (arg == "--progress-json") {
-      options.progress_json = true;
-    } else if (arg == "--deploy") {
-      options.deploy = true;
-    } else if (arg == "--fixed" || arg == "--fixed-module" || arg == "--python" || arg == "--device" ||
-               arg == "--backend" || arg == "--repeats" || arg == "--threads" || arg == "--timeout" ||
-               arg == "--mode" || arg == "--report") {
-      auto v = value();
-      if (!v) return std::nullopt;
-      if (arg == "--fixed") {
-        options.fixed = *v;
-      } else if (arg == "--fixed-module") {
-        options.fixed_module = *v;
-      } else if (arg == "--python") {
-        options.python = *v;
-      } else if (arg == "--device") {
-        if (*v != "auto" && *v != "cpu" && !v->starts_with("cuda")) {
-          error = "--device must be auto, cpu or cuda, got `" + *v + "`";
-          return std::nullopt;
-        }
-        options.device = *v;
-      } else if (arg == "--backend") {
-        if (v->empty()) {
-          error = "--backend needs a backend name (inductor or eager)";
-          return std::nullopt;
-        }
-        options.backend = *v;
-      } else if (arg == "--repeats") {
-        int n = 0;
-        auto [end, ec] = std::from_chars(v->data(), v->data() + v->size(), n);
-        if (ec != std::errc() || end != v->data() + v->size() || n < 1 || n > 1000) {
-          error = "--repeats must be a whole number from 1 to 1000, got `" + *v + "`";
-          return std::nullopt;
-        }
-        options.repeats = n;
-      } else if (arg == "--threads") {
-        int n = 0;
-        auto [end, ec] = std::from_chars(v->data(), v->data() + v->size(), n);
-        if (ec != std::errc() || end != v->data() + v->size() || n < 1 || n > 4096) {
-          error = "--threads must be a positive whole number, got `" + *v + "`";
-          return std::nullopt;
-        }
-        options.threads = n;
-      } else if (arg == "--timeout") {
-        char* end = nullptr;
-        const double s = std::strtod(v->c_str(), &end);
-        if (v->empty() || end != v->c_str() + v->size() || !std::isfinite(s) || s <= 0) {
-          error = "--timeout must be a positive number of seconds, got `" + *v + "`";
-          return std::nullopt;
-        }
-        options.timeout_s = s;
-      } else if (arg == "--mode") {
-        if (*v != "eval" && *v != "train") {
-          error = "--mode must be eval or train, got `" + *v + "`";
-          return std::nullopt;
-        }
-        options.mode = *v;
-      } else if (arg == "--report") {
-        options.report_dir = fs::path(*v);
-      }
-    } else if (arg.starts_with("-") && arg != "-") {
-      error = "unknown option `" + arg + "`";
-      return std::nullopt;
-    } else if (!have_target) {
-      options.target = arg;
-      have_target = true;
-    } else {
-      error = "only one TARGET is allowed (got `" + options.target + "` and `" + arg + "`)";
-      return std::nullopt;
-    }
-  }
-  if (!have_target) {
-    error = "missing TARGET (path/to/file.py::factory)";
-    return std::nullopt;
-  }
-  if (options.deploy && options.mode != "eval") {
-    error = "--deploy exports the model for inference: it needs --mode eval";
-    return std::nullopt;
-  }
+  auto app = cli::make_app("validate", kDescription);
+  app->footer(kFooter);
+  app->add_option("TARGET", options.target, "path/to/file.py::factory")->type_name("TARGET");
+  app->add_option("--fixed", options.fixed,
+                  "the fixed source: a file, graphmend's safe fixes (auto, default), or none (measure the original "
+                  "only)")
+      ->type_name("FILE|auto|none");
+  app->add_option("--fixed-module", options.fixed_module,
+                  "the fixed source stands in for this module (library code such as "
+                  "transformers.models.bert.modeling_bert) instead of the target file; with --fixed auto, graphmend "
+                  "fixes the file that module is imported from")
+      ->type_name("NAME");
+  app->add_option("--python", options.python,
+                  "interpreter with torch (default: a .venv above the target or the current folder, then python3)")
+      ->type_name("PY");
+  app->add_option("--device", options.device, "auto (default: cuda when torch sees one), cpu or cuda[:N]")
+      ->type_name("DEVICE")
+      ->check(CLI::Validator(
+          [](const std::string& v) {
+            return v == "auto" || v == "cpu" || v.starts_with("cuda") ? std::string()
+                                                                       : "must be auto, cpu or cuda, got `" + v + "`";
+          },
+          "", "device"));
+  app->add_option("--backend", options.backend, "torch.compile backend: inductor (default) or eager")
+      ->type_name("NAME")
+      ->check(CLI::Validator(
+          [](const std::string& v) {
+            return v.empty() ? "needs a backend name (inductor or eager)" : std::string();
+          },
+          "", "backend"));
+  app->add_option("--repeats", options.repeats, "measured runs per arm, alternated (default 3)")
+      ->type_name("N")
+      ->check(CLI::Validator(
+          [](const std::string& v) {
+            int n = 0;
+            auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), n);
+            return ec == std::errc() && end == v.data() + v.size() && n >= 1 && n <= 1000
+                       ? std::string()
+                       : "must be a whole number from 1 to 1000, got `" + v + "`";
+          },
+          "", "repeats"));
+  app->add_option("--timeout", options.timeout_s, "time limit per arm in seconds (default 600)")
+      ->type_name("S")
+      ->check(CLI::Validator(
+          [](const std::string& v) {
+            char* end = nullptr;
+            const double s = std::strtod(v.c_str(), &end);
+            return !v.empty() && end == v.c_str() + v.size() && std::isfinite(s) && s > 0
+                       ? std::string()
+                       : "must be a positive number of seconds, got `" + v + "`";
+          },
+          "", "timeout"));
+  app->add_option("--mode", options.mode, "eval + no_grad (default) or train (forward and backward)")
+      ->type_name("MODE")
+      ->check(CLI::Validator(
+          [](const std::string& v) {
+            return v == "eval" || v == "train" ? std::string() : "must be eval or train, got `" + v + "`";
+          },
+          "", "mode"));
+  app->add_option("--threads", options.threads,
+                  "torch.set_num_threads(N) in every arm (steadier CPU numbers on a busy machine; default: torch's "
+                  "own choice)")
+      ->type_name("N")
+      ->check(CLI::Validator(
+          [](const std::string& v) {
+            int n = 0;
+            auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), n);
+            return ec == std::errc() && end == v.data() + v.size() && n >= 1 && n <= 4096
+                       ? std::string()
+                       : "must be a positive whole number, got `" + v + "`";
+          },
+          "", "threads"));
+  app->add_flag("--deploy", options.deploy,
+                "also prove each arm deployable without Python: torch.export (strict, then non-strict), an "
+                "AOTInductor package, and a C++ runner built against the torch's libtorch (cached) that runs it on "
+                "the same inputs (eval mode only)");
+  app->add_flag("--json", options.json_output, "print one JSON object instead of the table");
+  app->add_option("--report", options.report_dir, "write DIR/validation.json and DIR/report.html")->type_name("DIR");
+  app->add_flag("-q,--quiet", options.quiet, "no progress on stderr");
+  app->add_flag("--progress-json", options.progress_json,
+                "progress as JSON lines on stderr, one object per stage (for programs such as the language "
+                "server): {\"progress\": {\"message\": \"original arm, run 1/2\", \"percentage\": 25}}");
+  if (auto stop = cli::parse_command_line(*app, args, kExitEnvironment)) return *stop;
+  if (options.target.empty()) return cli::usage_error(*app, "missing TARGET (path/to/file.py::factory)", kExitEnvironment);
+  if (options.deploy && options.mode != "eval")
+    return cli::usage_error(*app, "--deploy exports the model for inference: it needs --mode eval", kExitEnvironment);
   return options;
 }
 
@@ -351,17 +309,9 @@ class ProcessTreeGuard {
 
 int run_validate_command(const std::vector<std::string>& args) {
   std::string error;
-  bool help = false;
-  auto parsed = parse_args(args, error, help);
-  if (help) {
-    std::cout << kUsage;
-    return kExitOk;
-  }
-  if (!parsed) {
-    std::cerr << "graphmend validate: " << error << "\n\n" << kUsage;
-    return kExitEnvironment;
-  }
-  Options options = *parsed;
+  auto parsed = parse_args(args);
+  if (auto* stop = std::get_if<int>(&parsed)) return *stop;
+  Options options = std::get<Options>(std::move(parsed));
   auto target = split_target(options.target, error);
   if (!target) return fail(&options, "bad_target", error, kExitEnvironment);
   const auto& [target_file, factory] = *target;

@@ -12,11 +12,12 @@
 
 namespace graphmend {
 
-class SemanticModel;  // semantic.h: scopes, imports, tensor-ness, compiled regions
+class SemanticModel;   // semantic.h: scopes, imports, tensor-ness, compiled regions
+class NoqaDirectives;  // noqa.h: the file's `# noqa` directives
 
 struct Analysis {
   std::shared_ptr<const SemanticModel> model;
-  std::vector<Finding> findings;  // sorted by range; noqa and config applied
+  std::vector<Finding> findings;  // sorted by range; noqa and config applied (GM001's findings included)
   // Syntax CPython rejects, and regions too deeply nested to analyse (none in an exempt file), by position.
   std::vector<Problem> problems;
   // Whether every part of the file was read: only then may it be fixed.
@@ -33,7 +34,7 @@ Analysis analyze(const Document& document, const Config& config);
 class IncrementalAnalyzer {
  public:
   // Runs on the findings that are new in this analysis (all of them when afresh), before they are
-  // kept for reuse: the place to attach fixes.
+  // kept for reuse and before noqa directives apply: the place to attach fixes.
   using Finish = std::function<void(const Document&, Analysis&)>;
   struct Result {
     Analysis analysis;
@@ -56,16 +57,21 @@ class IncrementalAnalyzer {
   void reset();
 
  private:
-  std::optional<Result> update(const Document& document, const Config& config, const Document::Changes& changes,
-                               const Finish& finish);
+  std::optional<Result> update(const Document& document, const Config& config, const NoqaDirectives& noqa,
+                               const Document::Changes& changes, const Finish& finish);
   std::optional<Result> hold(const Document& document, const Document::Changes& changes);
-  // The last findings moved through `changes`, less those reaching into them or into `errors`.
-  std::vector<Finding> carried(const Document::Changes& changes, const std::vector<ByteRange>& errors) const;
+  // `findings` (of the base text) moved through `changes`, less those reaching into them or into `errors`.
+  std::vector<Finding> carried(const std::vector<Finding>& findings, const Document::Changes& changes,
+                               const std::vector<ByteRange>& errors) const;
   // The last problems of `kind` moved through `changes`, less those reaching into them.
   std::vector<Problem> carried_problems(const Document::Changes& changes, Problem::Kind kind) const;
 
   std::shared_ptr<SemanticModel> model_;
+  // The rules' findings, before noqa directives apply: those are read from the current text when the
+  // findings are computed (what a directive suppresses, and whether one suppresses anything, depends on
+  // the whole file). `reported_`: the last result, directives applied, which held analyses carry.
   std::vector<Finding> findings_;
+  std::vector<Finding> reported_;
   std::vector<Problem> problems_;
   const Document* document_ = nullptr;
   uint64_t generation_ = 0;

@@ -3,7 +3,11 @@
 
 #include <filesystem>
 #include <optional>
+#include <set>
+#include <span>
+#include <stdexcept>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -26,12 +30,44 @@ struct Config {
   std::vector<std::string> validate_targets;  // "path.py::factory"
   std::string docs_url;  // `docs-url`: base URL of the rule pages, a rule's link is <docs_url>/GMxxx.md
   std::optional<std::filesystem::path> source;  // the pyproject.toml it came from
+  // File selection (ruff's keys of the same names); patterns are relative to the config's folder.
+  std::vector<std::string> exclude = default_exclude();  // replaces the defaults when set
+  std::vector<std::string> extend_exclude;
+  bool respect_gitignore = true;                // skip what .gitignore, .git/info/exclude and .ignore files ignore
+  bool force_exclude = false;                   // exclude paths given on the command line too
+  std::set<std::string, std::less<>> keys_set;  // the [tool.graphmend] keys the file sets
+
+  // ruff's default `exclude`: VCS, tool and virtual environment folders.
+  static const std::vector<std::string>& default_exclude();
 
   // Whether `code` is enabled for a file at `path` (relative to the config's folder when globbing).
   bool enabled(std::string_view code, const std::filesystem::path& path) const;
 };
 
-// Reads [tool.graphmend] from a pyproject.toml; throws ConfigError naming the file and position.
+// Rules outside the default selection: GM0xx, about graphmend's own comments rather than graph breaks
+// (GM001 unused-noqa). `GM` and `ALL` do not select them; their code or `GM0` does.
+bool opt_in_rule(std::string_view code);
+
+// The keys [tool.graphmend] accepts: the one list the loader, `graphmend config` and the published JSON
+// Schema (docs/schema/graphmend.schema.json) come from.
+enum class ConfigValueKind {
+  StringList,  // array of strings
+  String,      // a non-empty string
+  Boolean,
+  Scope,           // "compiled" or "all"
+  GlobToCodeList,  // table: glob -> array of strings
+};
+struct ConfigKey {
+  std::string_view name;
+  ConfigValueKind kind;
+  std::string_view default_json;  // JSON text; empty: no default
+  std::string_view example_json;  // JSON text, a valid value
+  std::string_view description;
+};
+std::span<const ConfigKey> config_keys();
+
+// Reads [tool.graphmend] from a pyproject.toml; throws ConfigError naming the file, line and column
+// (of an unknown key, with the nearest known one as a suggestion, or of a value of the wrong type).
 Config load_pyproject(const std::filesystem::path& pyproject);
 // Nearest pyproject.toml with a [tool.graphmend] table, walking up from `start` (a file or folder).
 std::optional<std::filesystem::path> find_pyproject(const std::filesystem::path& start);

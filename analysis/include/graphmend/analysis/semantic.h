@@ -91,6 +91,9 @@ struct FunctionInfo {
   bool compiled = false;           // traced by Dynamo (reached from a compiled entry)
   bool is_entry = false;
   std::string entry_description;   // "forward of nn.Module subclass Net", "@torch.compile function f"
+  // Decorators that are plain names (`@dynamic_rope_update`), as written: calling a decorated traced
+  // function runs the decorator's wrapper, so the wrapper is traced too.
+  std::vector<std::string> decorator_names;
   ByteRange entry_range{};         // the entry's name, for related information
   std::unordered_map<std::string, ValueKind> locals;
   std::vector<std::string> params;  // names in order (without self/cls)

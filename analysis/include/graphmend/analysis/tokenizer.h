@@ -6,6 +6,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "graphmend/analysis/text.h"
 
@@ -21,5 +22,14 @@ struct TokenizerError {
 // comments, brackets and backslash continuations are followed as CPython does; "\n", "\r\n" and a lone
 // "\r" all end a line.
 std::optional<TokenizerError> find_tokenizer_error(std::string_view text);
+
+// Where the comments are, as CPython's tokenizer finds them (a `#` inside a string is none), and which
+// line ends are not code: inside a string (or an f-string's replacement field), or after a backslash
+// continuation, where no comment can be added. Scanned the same way as above, past any error.
+struct CommentLayout {
+  std::vector<ByteRange> comments;           // from the `#` to the end of its line, in order
+  std::vector<uint32_t> non_code_line_ends;  // offsets of such line ends ("\r" of a "\r\n"), ascending
+};
+CommentLayout find_comments(std::string_view text);
 
 }  // namespace graphmend

@@ -331,6 +331,53 @@ describe(`graphmend server (${serverBinary()}) as the VS Code extension drives i
     });
   });
 
+  it('syncs a notebook whole: a break in one cell compiled in another, on the cell and in its positions', async () => {
+    const workspace = fs.mkdtempSync(path.join(os.tmpdir(), 'gm-ws-'));
+    const notebook = path.join(workspace, 'nb.ipynb');
+    const session = await startSession(workspace, settingsWith());
+    try {
+      // The Python cells of Jupyter notebooks: what DOCUMENT_SELECTOR's notebook entries match.
+      assert.deepEqual(session.result.capabilities.notebookDocumentSync?.notebookSelector, [
+        { notebook: { notebookType: 'jupyter-notebook' }, cells: [{ language: 'python' }] },
+      ]);
+      const cell = (n: number) => `vscode-notebook-cell:${notebook}#W${n}sZmlsZQ%3D%3D`;
+      const model = 'import torch\n\ndef step(x):\n    if x.sum() > 0:\n        x = x + 1\n    return x\n';
+      const compile = 'fast = torch.compile(step)\n';
+      // What vscode-languageclient sends for an opened notebook (its capabilities declare notebook sync).
+      assert.ok(session.initialize.capabilities.notebookDocument?.synchronization);
+      await session.connection.sendNotification('notebookDocument/didOpen', {
+        notebookDocument: {
+          uri: pathToFileURL(notebook).href,
+          notebookType: 'jupyter-notebook',
+          version: 1,
+          cells: [
+            { kind: 2, document: cell(0) },
+            { kind: 2, document: cell(1) },
+          ],
+        },
+        cellTextDocuments: [
+          { uri: cell(0), languageId: 'python', version: 1, text: model },
+          { uri: cell(1), languageId: 'python', version: 1, text: compile },
+        ],
+      });
+      const modelCell = new Editor(session, cell(0), model);
+      const diagnostics = await modelCell.diagnostics();
+      assert.deepEqual(
+        diagnostics.map((d) => `${d.code}@${d.range.start.line}:${d.range.start.character}`),
+        ['GM101@3:7'],
+      );
+      const actions = await modelCell.codeActions(diagnostics[0].range, diagnostics);
+      const fix = actions.find((a) => a.kind === 'quickfix' && a.isPreferred);
+      assert.ok(fix, `a quick fix among ${actions.map((a) => a.title)}`);
+      assert.equal(await modelCell.apply(fix), model.replace('    if x.sum() > 0:\n        x = x + 1\n', '    x = torch.where(x.sum() > 0, x + 1, x)\n'));
+      assert.deepEqual(await new Editor(session, cell(1), compile).diagnostics(), []);
+    } finally {
+      const code = await session.close();
+      fs.rmSync(workspace, { recursive: true, force: true });
+      assert.equal(code, 0, `server exit code after shutdown/exit\n${session.stderr.join('')}`);
+    }
+  });
+
   it('gets the extension settings from workspace/configuration when it asks', async () => {
     const settings = settingsWith({ run: 'onSave', select: ['GM'], 'validator.python': '/usr/bin/python3' });
     await withEditor(settings, source, async (editor) => {

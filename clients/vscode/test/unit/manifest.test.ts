@@ -7,6 +7,7 @@ import { describe, it } from 'node:test';
 import { EXTENSION_ROOT, manifest } from '../paths';
 import { IMPORT_STRATEGIES } from '../../src/discovery';
 import {
+  CONFIGURATION_PREFERENCES,
   DEFAULT_SETTINGS,
   LOG_LEVELS,
   RESTRICTED_KEYS,
@@ -40,6 +41,7 @@ describe('package.json settings', () => {
     assert.deepEqual(properties['graphmend.logLevel'].enum, LOG_LEVELS);
     assert.deepEqual(properties['graphmend.trace.server'].enum, TRACE_LEVELS);
     assert.deepEqual(properties['graphmend.scope'].enum, [...SCOPES, null]);
+    assert.deepEqual(properties['graphmend.configurationPreference'].enum, CONFIGURATION_PREFERENCES);
     assert.deepEqual(properties['graphmend.importStrategy'].enum, IMPORT_STRATEGIES);
   });
 
@@ -58,8 +60,9 @@ describe('package.json commands', () => {
     assert.deepEqual(registered, ['graphmend.fixAll', 'graphmend.proveDeployable', 'graphmend.restart', 'graphmend.showLogs', 'graphmend.validateTarget']);
   });
 
-  it('activates on Python', () => {
+  it('activates on Python and on Jupyter notebooks', () => {
     assert.ok(manifest.activationEvents.includes('onLanguage:python'));
+    assert.ok(manifest.activationEvents.includes('onNotebook:jupyter-notebook'));
     assert.equal(manifest.main, './dist/extension.js');
   });
 });

@@ -21,10 +21,10 @@ describe('serverProcess', () => {
     assert.deepEqual(serverProcess(found, DEFAULT_SETTINGS, ['/ws', '/w2']), { command: '/b/graphmend', args: ['server'], cwd: '/ws' });
     assert.deepEqual(serverProcess(found, DEFAULT_SETTINGS, []), { command: '/b/graphmend', args: ['server'] });
   });
-  it('selects Python files and unsaved Python buffers', () => {
+  it('selects Python files, unsaved Python buffers and the Python cells of notebooks', () => {
     assert.deepEqual(
-      DOCUMENT_SELECTOR.map((s) => `${s.scheme}:${s.language}`),
-      ['file:python', 'untitled:python'],
+      DOCUMENT_SELECTOR.map((s) => (s.notebook !== undefined ? `notebook ${s.notebook}:${s.language}` : `${s.scheme}:${s.language}`)),
+      ['file:python', 'untitled:python', 'vscode-notebook-cell:python', 'notebook *:python'],
     );
   });
 });

@@ -32,6 +32,7 @@ describe('readSettings', () => {
         args: ['--log-file', '/tmp/gm.log'],
         importStrategy: 'useBundled',
         'validator.python': '/venv/bin/python',
+        configurationPreference: 'filesystemFirst',
         select: ['GM1', 'gm201'],
         ignore: ['GM105'],
         scope: 'all',
@@ -49,6 +50,7 @@ describe('readSettings', () => {
       args: ['--log-file', '/tmp/gm.log'],
       importStrategy: 'useBundled',
       validatorPython: '/venv/bin/python',
+      configurationPreference: 'filesystemFirst',
       select: ['GM1', 'GM201'],
       ignore: ['GM105'],
       scope: 'all',
@@ -116,6 +118,7 @@ describe('serverSettings', () => {
       path: '/x/graphmend',
       args: ['--flag'],
       traceServer: 'messages',
+      configurationPreference: 'editorOnly',
       select: ['GM1'],
       ignore: ['GM105'],
       scope: 'all',
@@ -127,6 +130,7 @@ describe('serverSettings', () => {
     };
     const out = serverSettings(settings, { trusted: true });
     assert.deepEqual(out, {
+      configurationPreference: 'editorOnly',
       select: ['GM1'],
       ignore: ['GM105'],
       scope: 'all',

@@ -1,6 +1,7 @@
 // Turning findings into fixes, and the fix loop (apply, re-analyse, repeat to a fixpoint).
 #pragma once
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -18,14 +19,24 @@ struct FixOptions {
   // applied (a log call deferred after the graph must come after every effect that follows it), so a
   // chain of N such fixes takes N passes: 0 bounds the loop by the first pass's findings plus 100.
   int max_passes = 0;
+  // Byte ranges of the text no fix may touch (a notebook's cell separators and IPython lines): a fix
+  // whose edits overlap one, insert strictly inside one or lie on both sides of one is not applied
+  // (touches_protected). fix_all moves them with the text it edits (FixAllResult::protected_ranges).
+  std::vector<ByteRange> protected_ranges = {};
 };
+
+// Whether `edits`, from the first to the last of them, overlap or insert strictly inside one of `ranges`
+// (a fix with edits on both sides of a range spans it).
+bool touches_protected(const std::vector<TextEdit>& edits, const std::vector<ByteRange>& ranges);
 
 struct FixAllResult {
   std::string text;                // the fixed text (== input when nothing applied)
   int applied = 0;                 // fixes applied across all passes
+  std::map<std::string, int> applied_by_rule;  // the same, per rule code
   std::vector<Finding> remaining;  // findings left in `text`, fixes attached
   bool changed = false;
   bool converged = true;           // false: the pass bound was reached with fixes still to apply
+  std::vector<ByteRange> protected_ranges;  // FixOptions::protected_ranges, where they are in `text`
 };
 
 // Applies non-overlapping fixes, re-analyses and repeats; a pass that adds a syntax error is dropped.

@@ -1,0 +1,27 @@
+// Command-line parsing shared by every subcommand (CLI11): one help layout, options that may be
+// repeated, errors that name the option and suggest the closest one, exit status 2 for bad usage.
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace graphmend::cli {
+
+// A subcommand's parser, e.g. make_app("check", "Report where torch.compile ...").
+std::unique_ptr<CLI::App> make_app(const std::string& command, const std::string& description);
+
+// Parses `args` (the words after the subcommand). Returns the exit status to stop with (0 after
+// printing --help to stdout, 2 after printing a usage error to stderr), or nullopt to go on.
+// `usage_status`: the exit status of a usage error (2, except `validate`, whose 2 means user code failed).
+std::optional<int> parse_command_line(CLI::App& app, const std::vector<std::string>& args, int usage_status = 2);
+
+// Prints a usage error the way parse_command_line does ("graphmend check: error: ..."), returns `status`.
+int usage_error(const CLI::App& app, const std::string& message, int status = 2);
+
+// The candidate closest to `word` by edit distance, if it is close enough to be a likely typo.
+std::optional<std::string> closest_match(std::string_view word, const std::vector<std::string>& candidates);
+
+}  // namespace graphmend::cli
