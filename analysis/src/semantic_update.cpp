@@ -94,6 +94,7 @@ const FunctionInfo* SemanticModel::update_after_edit(const Document::Changes& ed
   fresh.is_entry = target->is_entry;
   fresh.entry_description = target->entry_description;
   fresh.entry_range = target->entry_range;
+  fresh.decorator_names = target->decorator_names;  // decorators lie outside the body: unchanged
   read_function(fresh, definition);
 
   // Structure other functions depend on: the callees it reaches (compiled
