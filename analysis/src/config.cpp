@@ -1,4 +1,5 @@
 #include "graphmend/analysis/config.h"
+#include "graphmend/analysis/text.h"
 
 #include <algorithm>
 #include <array>
@@ -68,36 +69,13 @@ std::vector<std::string> string_list(const toml::node& node, const std::filesyst
   return out;
 }
 
-// Optimal string alignment distance (a swap of two neighbours counts one).
-size_t edit_distance(std::string_view a, std::string_view b) {
-  std::vector<std::vector<size_t>> d(a.size() + 1, std::vector<size_t>(b.size() + 1));
-  for (size_t i = 0; i <= a.size(); ++i) d[i][0] = i;
-  for (size_t j = 0; j <= b.size(); ++j) d[0][j] = j;
-  for (size_t i = 1; i <= a.size(); ++i) {
-    for (size_t j = 1; j <= b.size(); ++j) {
-      const size_t cost = a[i - 1] == b[j - 1] ? 0 : 1;
-      d[i][j] = std::min({d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + cost});
-      if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1])
-        d[i][j] = std::min(d[i][j], d[i - 2][j - 2] + 1);
-    }
-  }
-  return d[a.size()][b.size()];
-}
-
 // The known key nearest to `key`, when it is close (`_` for `-` counts nothing).
-std::optional<std::string_view> suggestion(std::string_view key) {
+std::optional<std::string> suggestion(std::string_view key) {
   std::string dashed(key);
   std::replace(dashed.begin(), dashed.end(), '_', '-');
-  std::optional<std::string_view> best;
-  size_t best_distance = std::max<size_t>(2, dashed.size() / 3) + 1;
-  for (const ConfigKey& known : kConfigKeys) {
-    const size_t distance = edit_distance(dashed, known.name);
-    if (distance < best_distance) {
-      best = known.name;
-      best_distance = distance;
-    }
-  }
-  return best;
+  std::vector<std::string> names;
+  for (const ConfigKey& known : kConfigKeys) names.emplace_back(known.name);
+  return closest_match(dashed, names);
 }
 
 void read_key(Config& config, const ConfigKey& key, const toml::node& node, const std::filesystem::path& file) {
@@ -202,8 +180,9 @@ Config load_pyproject(const std::filesystem::path& pyproject) {
   const toml::table* gm = node->as_table();
   if (!gm) throw ConfigError(where(pyproject, node->source()) + ": [tool.graphmend] must be a table");
   for (const auto& [key, value] : *gm) {
+    const std::string_view name = key.str();  // (clang 14 cannot capture a structured binding)
     const auto known =
-        std::find_if(kConfigKeys.begin(), kConfigKeys.end(), [&](const ConfigKey& k) { return k.name == key.str(); });
+        std::find_if(kConfigKeys.begin(), kConfigKeys.end(), [&](const ConfigKey& k) { return k.name == name; });
     if (known == kConfigKeys.end()) {
       std::string message =
           where(pyproject, key.source()) + ": unknown key `" + std::string(key.str()) + "` in [tool.graphmend]";

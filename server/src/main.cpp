@@ -48,7 +48,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   std::string message = "graphmend: error: unknown command `" + command + "`";
-  if (auto match = graphmend::cli::closest_match(command, {"check", "rule", "config", "server", "validate", "version"}))
+  if (auto match = graphmend::closest_match(command, {"check", "rule", "config", "server", "validate", "version"}))
     message += "\n\n  tip: a similar command exists: `" + *match + "`";
   std::cerr << message << "\n\nFor more information, try 'graphmend --help'.\n";
   return 2;

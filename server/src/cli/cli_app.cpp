@@ -34,34 +34,6 @@ std::unique_ptr<CLI::App> make_app(const std::string& command, const std::string
   return app;
 }
 
-std::optional<std::string> closest_match(std::string_view word, const std::vector<std::string>& candidates) {
-  // Levenshtein distance, the measure clap and ruff use for "did you mean".
-  auto distance = [](std::string_view a, std::string_view b) {
-    std::vector<size_t> row(b.size() + 1);
-    for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
-    for (size_t i = 1; i <= a.size(); ++i) {
-      size_t diagonal = row[0];
-      row[0] = i;
-      for (size_t j = 1; j <= b.size(); ++j) {
-        size_t above = row[j];
-        row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
-        diagonal = above;
-      }
-    }
-    return row[b.size()];
-  };
-  std::optional<std::string> best;
-  size_t best_distance = std::max<size_t>(2, word.size() / 3) + 1;
-  for (const auto& c : candidates) {
-    size_t d = distance(word, c);
-    if (d < best_distance) {
-      best = c;
-      best_distance = d;
-    }
-  }
-  return best;
-}
-
 int usage_error(const CLI::App& app, const std::string& message, int status) {
   std::cerr << app.get_name() << ": error: " << message << "\n\nFor more information, try '" << app.get_name()
             << " --help'.\n";

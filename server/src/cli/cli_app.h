@@ -3,6 +3,8 @@
 #pragma once
 
 #include <CLI/CLI.hpp>
+
+#include "graphmend/analysis/text.h"  // closest_match
 #include <optional>
 #include <string>
 #include <string_view>
@@ -20,8 +22,5 @@ std::optional<int> parse_command_line(CLI::App& app, const std::vector<std::stri
 
 // Prints a usage error the way parse_command_line does ("graphmend check: error: ..."), returns `status`.
 int usage_error(const CLI::App& app, const std::string& message, int status = 2);
-
-// The candidate closest to `word` by edit distance, if it is close enough to be a likely typo.
-std::optional<std::string> closest_match(std::string_view word, const std::vector<std::string>& candidates);
 
 }  // namespace graphmend::cli

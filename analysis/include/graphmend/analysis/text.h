@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -57,6 +58,11 @@ class LineIndex {
 
 // Applies non-overlapping edits (any order) to `text`. Overlapping edits throw std::invalid_argument.
 std::string apply_edits(std::string_view text, std::vector<TextEdit> edits);
+
+// The candidate nearest to `word` by optimal string alignment distance (an edit, or a swap of two
+// neighbours, counts one), when it is close enough to be a typo: the "did you mean" of every usage and
+// configuration error.
+std::optional<std::string> closest_match(std::string_view word, const std::vector<std::string>& candidates);
 
 // "\r\n" when the text's first line ending is CRLF, "\r" for old Mac files, "\n" otherwise.
 std::string_view detect_line_ending(std::string_view text);
