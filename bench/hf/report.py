@@ -552,6 +552,13 @@ def paper_markdown(results: dict) -> str:
       f"{paper['before']} before, {paper['after']} after ({paper['fixed_pct']}% fixed). On the {pt['known_rows']} "
       f"rows with a per-row paper number: ours {pt['known_before']} before ({pt['known_after_safe']} after safe, "
       f"{pt['known_after_unsafe']} after unsafe), paper {pt['paper_known_before']} before.")
+    det = (results.get("totals") or {}).get("detection")
+    if det:
+        A("")
+        A(f"**Detection against Dynamo** (defined as in the `hf` section): recall {det['recall']}% "
+          f"({det['sites_found']} of {det['sites_found'] + det['sites_missed']} break sites have a finding), "
+          f"precision {det['precision']}% ({det['true']} true, {det['false']} refuted among findings on traced "
+          f"statements; {det['unverified']} in code these inputs did not reach).")
     A("")
     A("| model | dtype | breaks before | after safe | after unsafe | paper | outputs equal safe | "
       "outputs equal unsafe | fullgraph before | fullgraph after safe | fullgraph after unsafe | kinds before |")
