@@ -342,6 +342,20 @@ std::string resolve_module(const std::string& importer, bool importer_is_package
   return base.empty() ? rest : base + "." + rest;
 }
 
+// The configuration of `path` with the functions other files trace into it, or nullopt with `out.error`
+// set (a bad pyproject.toml names itself and the position).
+std::optional<Config> file_config(const fs::path& path, ConfigResolver& configs,
+                                  const std::vector<std::string>& traced_from_workspace, Outcome& out) {
+  try {
+    Config config = configs.for_file(path);
+    config.traced_from_workspace = traced_from_workspace;
+    out.report.docs_url = config.docs_url;
+    return config;
+  } catch (const ConfigError& e) {
+    out.error = e.what();
+    return std::nullopt;
+  }
+}
 // A Jupyter notebook (cli/notebook.h): its Python code cells are analysed as one text, reported per cell
 // and fixed cell by cell; the file is written back with nothing changed but the fixed cells' sources.
 Outcome check_notebook(const fs::path& path, const std::optional<std::string>& stdin_bytes, const Options& o,
@@ -361,15 +375,9 @@ Outcome check_notebook(const fs::path& path, const std::optional<std::string>& s
   }
   const Notebook notebook = std::get<Notebook>(std::move(parsed));
   if (!notebook.python) return out;  // a notebook in another language: nothing to check
-  Config config;
-  try {
-    config = configs.for_file(path);
-    config.traced_from_workspace = traced_from_workspace;
-    out.report.docs_url = config.docs_url;
-  } catch (const ConfigError& e) {
-    out.error = e.what();
-    return out;
-  }
+  auto configured = file_config(path, configs, traced_from_workspace, out);
+  if (!configured) return out;
+  Config config = std::move(*configured);
   const VirtualText& virt = notebook.virt;
   out.report.cell_starts = virt.cell_starts();
   out.report.cell_numbers = virt.cell_numbers();
@@ -446,15 +454,9 @@ Outcome check_one(const fs::path& path, const std::optional<std::string>& stdin_
     return out;
   }
   SourceFile source = std::get<SourceFile>(std::move(read));
-  Config config;
-  try {
-    config = configs.for_file(path);
-    config.traced_from_workspace = traced_from_workspace;
-    out.report.docs_url = config.docs_url;
-  } catch (const ConfigError& e) {
-    out.error = e.what();
-    return out;
-  }
+  auto configured = file_config(path, configs, traced_from_workspace, out);
+  if (!configured) return out;
+  Config config = std::move(*configured);
   // A run that only reports reads an unchanged file's findings back from the cache.
   std::string cache_key;
   if (cache && !(o.fix || o.diff || o.add_noqa)) {

@@ -11,6 +11,7 @@
 #include <set>
 #include <system_error>
 
+#include "cli/source_file.h"
 #include "graphmend/analysis/glob.h"
 
 namespace graphmend::cli {
@@ -18,17 +19,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// strerror is not thread-safe; the generic category gives the same text.
-std::string errno_text(int e) { return std::error_code(e, std::generic_category()).message(); }
-
-std::string not_regular(mode_t mode) {
-  const char* kind = S_ISFIFO(mode)   ? "a FIFO"
-                     : S_ISSOCK(mode) ? "a socket"
-                     : S_ISCHR(mode)  ? "a character device"
-                     : S_ISBLK(mode)  ? "a block device"
-                                      : "a special file";
-  return std::string("is ") + kind + ", not a regular file";
-}
 
 fs::path absolute_normal(const fs::path& path) {
   std::error_code ec;

@@ -374,19 +374,6 @@ std::string code_point_at(const std::string& text, size_t offset) {
   return buf;
 }
 
-// strerror is not thread-safe; the generic category gives the same text.
-std::string errno_text(int e) { return std::error_code(e, std::generic_category()).message(); }
-
-std::string not_regular(mode_t mode) {
-  if (S_ISDIR(mode)) return "is a directory";
-  const char* kind = S_ISFIFO(mode)  ? "a FIFO"
-                     : S_ISSOCK(mode) ? "a socket"
-                     : S_ISCHR(mode)  ? "a character device"
-                     : S_ISBLK(mode)  ? "a block device"
-                                      : "a special file";
-  return std::string("is ") + kind + ", not a regular file";
-}
-
 std::string too_large(uint64_t size) {
   return "too large to analyse (" + std::to_string(size) + " bytes; the limit is " + std::to_string(kMaxSourceBytes) +
          ", 4 GiB)";
@@ -441,6 +428,19 @@ void sync_directory(const fs::path& dir) {
 }
 
 }  // namespace
+
+// strerror is not thread-safe; the generic category gives the same text.
+std::string errno_text(int e) { return std::error_code(e, std::generic_category()).message(); }
+
+std::string not_regular(mode_t mode) {
+  if (S_ISDIR(mode)) return "is a directory";
+  const char* kind = S_ISFIFO(mode)  ? "a FIFO"
+                     : S_ISSOCK(mode) ? "a socket"
+                     : S_ISCHR(mode)  ? "a character device"
+                     : S_ISBLK(mode)  ? "a block device"
+                                      : "a special file";
+  return std::string("is ") + kind + ", not a regular file";
+}
 
 std::variant<SourceFile, ReadError> source_from_bytes(const fs::path& display_path, std::string bytes) {
   SourceFile file;

@@ -44,6 +44,11 @@ struct SourceFile {
   std::optional<Identity> identity;
 };
 
+// The text of an errno value (thread-safe, unlike strerror).
+std::string errno_text(int e);
+// Why a file of this mode cannot be read as source: "is a FIFO, not a regular file", "is a directory"...
+std::string not_regular(mode_t mode);
+
 struct ReadError {
   std::string message;  // "path:line:col: ..." or "path: ..."
 };
