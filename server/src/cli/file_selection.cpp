@@ -19,7 +19,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-
 fs::path absolute_normal(const fs::path& path) {
   std::error_code ec;
   fs::path out = fs::absolute(path, ec).lexically_normal();
