@@ -218,7 +218,7 @@ bool shift_outside(Finding& finding, const Document::Changes& changes) {
 }  // namespace
 
 Analysis analyze(const Document& document, const Config& config) {
-  const NoqaDirectives noqa(document.text(), document.lines());
+  const NoqaDirectives noqa = NoqaDirectives::directives_only(document.text(), document.lines());
   auto model = std::make_shared<SemanticModel>(document, config.scope, config.traced_from_workspace);
   Analysis analysis = analyze_whole(document, config, model, noqa.file_exempt());
   analysis.findings = apply_noqa(document, config, noqa, analysis.findings, analysis.fully_read());
@@ -227,7 +227,7 @@ Analysis analyze(const Document& document, const Config& config) {
 
 IncrementalAnalyzer::Result IncrementalAnalyzer::run(Document& document, const Config& config, uint64_t generation,
                                                      const Finish& finish) {
-  const NoqaDirectives noqa(document.text(), document.lines());
+  const NoqaDirectives noqa = NoqaDirectives::directives_only(document.text(), document.lines());
   const bool exempt = noqa.file_exempt();
   const bool reusable = model_ && document_ == &document && generation_ == generation && exempt == exempt_ && !exempt;
   if (document.parse_pending()) {

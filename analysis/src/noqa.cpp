@@ -138,6 +138,16 @@ NoqaDirectives::NoqaDirectives(std::string_view text, const LineIndex& lines) {
   }
 }
 
+NoqaDirectives NoqaDirectives::directives_only(std::string_view text, const LineIndex& lines) {
+  // Every directive spells `noqa` (any case): look for its `q`, then for the letters around it.
+  for (size_t q = text.find_first_of("qQ"); q != std::string_view::npos; q = text.find_first_of("qQ", q + 1)) {
+    if (q >= 2 && q + 1 < text.size() && (text[q - 2] | 0x20) == 'n' && (text[q - 1] | 0x20) == 'o' &&
+        (text[q + 1] | 0x20) == 'a')
+      return NoqaDirectives(text, lines);
+  }
+  return NoqaDirectives();
+}
+
 const NoqaDirective* NoqaDirectives::on_line(uint32_t line) const {
   auto it =
       std::lower_bound(line_.begin(), line_.end(), line, [](const NoqaDirective& d, uint32_t l) { return d.line < l; });

@@ -45,6 +45,9 @@ std::optional<NoqaDirective> parse_file_noqa(std::string_view comment, uint32_t 
 class NoqaDirectives {
  public:
   NoqaDirectives(std::string_view text, const LineIndex& lines);
+  // The directives only, for the analyzer on every edit: a text without `noqa` in any case has none, and
+  // is not scanned at all (the scan is linear in the whole file). takes_comment() is not available.
+  static NoqaDirectives directives_only(std::string_view text, const LineIndex& lines);
 
   const std::vector<NoqaDirective>& line_directives() const { return line_; }  // by line, one at most each
   const std::vector<NoqaDirective>& file_directives() const { return file_; }
@@ -60,9 +63,10 @@ class NoqaDirectives {
   std::optional<Match> suppressing(std::string_view code, uint32_t line) const;
   // Whether a comment may be added at the end of `line`: it does not end inside a string or after a
   // backslash continuation.
-  bool takes_comment(uint32_t line) const;
+  bool takes_comment(uint32_t line) const;  // (not after directives_only())
 
  private:
+  NoqaDirectives() = default;
   std::vector<NoqaDirective> line_;
   std::vector<NoqaDirective> file_;
   std::vector<uint32_t> non_code_lines_;  // ascending
