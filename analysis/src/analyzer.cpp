@@ -62,8 +62,29 @@ class TracedWalker {
       // The iterable of a for loop is evaluated once, outside the loop's repetition.
       bool outside = t == "for_statement" && ts_node_eq(child, right);
       walk(child, outside ? loop : inner_loop);
+      if (t == "block" && leaves_block_when_traced(child)) return;
     }
   }
+
+ public:
+  // `if is_tracing(x): return` (a test Dynamo decides true, whose body always leaves): the rest of the
+  // block never runs under Dynamo. The same for raise, continue and break.
+  bool leaves_block_when_traced(TSNode statement) const {
+    if (!is_type(statement, "if_statement")) return false;
+    if (ctx_.model.static_truth(field(statement, "condition"), &fn_) != true) return false;
+    TSNode body = field(statement, "consequence");
+    const uint32_t n = ts_node_named_child_count(body);
+    for (uint32_t i = n; i > 0; --i) {
+      TSNode last = ts_node_named_child(body, i - 1);
+      if (is_type(last, "comment")) continue;
+      auto lt = type_of(last);
+      return lt == "return_statement" || lt == "raise_statement" || lt == "continue_statement" ||
+             lt == "break_statement";
+    }
+    return false;
+  }
+
+ private:
 
   // Out of line: its locals would otherwise sit in every frame of the recursion.
   [[gnu::noinline]] void visit(TSNode node, TSNode loop) {
@@ -121,7 +142,10 @@ std::vector<Finding> run_rules(const Document& document, const Config& config, c
     if (!fn->compiled || model.is_dynamo_disabled(*fn)) continue;
     TracedWalker walker(ctx, *fn);
     TSNode body = field(fn->node, "body");
-    for (TSNode stmt : named_children(body)) walker.walk(stmt, TSNode{});
+    for (TSNode stmt : named_children(body)) {
+      walker.walk(stmt, TSNode{});
+      if (walker.leaves_block_when_traced(stmt)) break;
+    }
   }
 
   std::vector<Finding> out;

@@ -258,6 +258,17 @@ SemanticModel::SemanticModel(const Document& document, Scope scope, const std::v
       }
       continue;
     }
+    // "Class.method": a method that a class of another file inherits from this file's `Class`.
+    if (auto dot = name.find('.'); dot != std::string::npos) {
+      const ClassInfo* cls = find_class(name.substr(0, dot));
+      FunctionInfo* const* method = cls ? inherited(cls, name.substr(dot + 1), &ClassInfo::methods) : nullptr;
+      if (method && !(*method)->is_entry) {
+        (*method)->is_entry = true;
+        (*method)->entry_description = "method `" + name + "`, inherited by a class compiled in another workspace file";
+        (*method)->entry_range = node_range(field((*method)->node, "name"));
+      }
+      continue;
+    }
     for (auto& f : functions_) {
       if (!f->owner && !f->parent && f->name == name && !f->is_entry) {
         f->is_entry = true;
@@ -439,7 +450,16 @@ void SemanticModel::collect_definitions(TSNode node, ClassInfo* owner, FunctionI
       fn->parent = parent;
       fn->qualified_name = (fn->owner ? fn->owner->name + "." : (parent ? parent->qualified_name + "." : "")) + fn->name;
       FunctionInfo* raw = fn.get();
-      if (fn->owner) fn->owner->methods[fn->name] = raw;
+      // `@name.setter` / `@name.deleter` define the same name again; reading `self.name` runs the getter.
+      bool accessor = false;
+      if (is_type(child, "decorated_definition")) {
+        for_each_named_child(child, [&](TSNode deco) {
+          if (!is_type(deco, "decorator")) return;
+          const std::string text = text_of(document_, ts_node_named_child(deco, 0));
+          accessor = accessor || text == fn->name + ".setter" || text == fn->name + ".deleter";
+        });
+      }
+      if (fn->owner && !(accessor && fn->owner->methods.count(fn->name))) fn->owner->methods[fn->name] = raw;
       function_by_start_[ts_node_start_byte(def)] = raw;
       read_function(*raw, def);
       // Decorators: torch.compile entries and torch.compiler.disable'd functions.
@@ -584,10 +604,19 @@ void SemanticModel::collect_call_sites(int pass) {
 template <class Map>
 const typename Map::mapped_type* SemanticModel::inherited(const ClassInfo* cls, const std::string& key,
                                                           Map ClassInfo::*map) const {
-  // At most 8 classes deep: a class may name itself as its base (`class Block(Block)`).
-  for (int depth = 0; cls && depth < 8; ++depth) {
-    if (auto it = (cls->*map).find(key); it != (cls->*map).end()) return &it->second;
-    cls = cls->bases.empty() ? nullptr : find_class(cls->bases[0]);
+  // Depth first, bases left to right: Python's MRO for the hierarchies models use (a mixin as a second
+  // base, `class PreTrainedModel(nn.Module, ModuleUtilsMixin)`). At most 16 classes: a class may name
+  // itself as its base (`class Block(Block)`), and a diamond is searched once per path.
+  const ClassInfo* stack[16];
+  int top = 0, visited = 0;
+  if (cls) stack[top++] = cls;
+  while (top > 0 && visited < 16) {
+    const ClassInfo* c = stack[--top];
+    ++visited;
+    if (auto it = (c->*map).find(key); it != (c->*map).end()) return &it->second;
+    for (auto base = c->bases.rbegin(); base != c->bases.rend() && top < 16; ++base) {
+      if (const ClassInfo* b = find_class(*base); b && b != c) stack[top++] = b;
+    }
   }
   return nullptr;
 }
@@ -1175,6 +1204,46 @@ std::vector<std::pair<std::string, std::string>> SemanticModel::imported_calls(c
     if (dot == std::string::npos || q.starts_with("torch.")) continue;
     out.emplace_back(q.substr(0, dot), q.substr(dot + 1));
   }
+  // `self.method(...)` that no class of this file defines, on a class whose base is imported: the
+  // method is inherited from that file ("Base.method" asks it to trace Base's method, looked up along
+  // Base's own bases there). Properties count: `self.loss_function(...)` runs the getter first.
+  const FunctionInfo* top = &function;
+  while (top->parent) top = top->parent;
+  if (top->owner) {
+    std::vector<std::string> imported_bases;
+    const ClassInfo* stack[16];
+    int depth = 0, visited = 0;
+    stack[depth++] = top->owner;
+    while (depth > 0 && visited < 16) {
+      const ClassInfo* c = stack[--depth];
+      ++visited;
+      for (auto base = c->bases.rbegin(); base != c->bases.rend(); ++base) {
+        if (const ClassInfo* b = find_class(*base)) {
+          if (b != c && depth < 16) stack[depth++] = b;
+        } else if (base->find('.') != std::string::npos && !base->starts_with("torch.")) {
+          imported_bases.push_back(*base);
+        }
+      }
+    }
+    std::unordered_set<std::string> seen;
+    for (TSNode node : function.body_nodes) {
+      if (!is_type(node, "call")) continue;
+      TSNode callee = unparenthesize(field(node, "function"));
+      if (!is_type(callee, "attribute")) continue;
+      const std::string object = text_of(document_, field(callee, "object"));
+      if (object != "self" && !object.starts_with("super(")) continue;
+      const std::string method = text_of(document_, field(callee, "attribute"));
+      if (inherited(top->owner, method, &ClassInfo::methods) ||
+          inherited(top->owner, method, &ClassInfo::attribute_module_classes) ||
+          inherited(top->owner, method, &ClassInfo::attributes))
+        continue;  // defined here, or an attribute set here (`self.dropout = nn.Dropout(p)`)
+      for (const std::string& q : imported_bases) {
+        auto dot = q.rfind('.');
+        std::string target = q.substr(dot + 1) + "." + method;
+        if (seen.insert(q + ":" + method).second) out.emplace_back(q.substr(0, dot), std::move(target));
+      }
+    }
+  }
   // An imported decorator wrapping it: "@name" asks the decorator's file to trace its wrappers.
   for (const std::string& name : function.decorator_names) {
     auto it = imports_.find(name);
@@ -1241,7 +1310,13 @@ std::optional<bool> SemanticModel::static_truth_of(TSNode condition, const Funct
     std::string_view last = text;
     if (auto dot = last.rfind('.'); dot != std::string_view::npos) last = last.substr(dot + 1);
     if (one_of(last, kCompilingChecks)) return true;
-    if (last == "is_scripting" || last == "is_tracing") return false;
+    if (last == "is_scripting") return false;
+    // torch.jit.is_tracing() is false under Dynamo; transformers' `is_tracing(x)` ("compile or export,
+    // torch.jit, torch.fx...") starts with is_torchdynamo_compiling(), so it is true there.
+    if (last == "is_tracing") {
+      auto q = qualified_name(callee);
+      return !(text.starts_with("torch.") || text.starts_with("jit.") || (q && q->starts_with("torch.")));
+    }
   }
   if (is_type(condition, "identifier") && text_of(document_, condition) == "TYPE_CHECKING") return false;
   // graphmend's own guarded select: `graphmend_then.shape == graphmend_else.shape and ...dtype == ...dtype`.

@@ -109,6 +109,8 @@ def totals(results: dict) -> dict:
                           "unverified": sum(d["unverified"] for d in det),
                           "sites_found_models": sum(d.get("sites_found_models", 0) for d in det),
                           "sites_missed_models": sum(d.get("sites_missed_models", 0) for d in det),
+                          "sites_found_by_cause": sum(d.get("sites_found_by_cause", 0) for d in det),
+                          "by_mode": _recall_by_mode(det),
                           "findings": sum(d["findings"] for d in det)}
     timed = [m["timing"] for m in ok if m.get("timing") and "cold_x" in m["timing"]]
     if timed:
@@ -120,6 +122,29 @@ def totals(results: dict) -> dict:
 
 def _n_after(m, arm: str):
     return len(m["after" + arm]["sites"]) if _has_after(m, arm) else None
+
+
+def _recall_by_mode(det: list[dict]) -> dict:
+    out = {}
+    for m in ("eval", "train"):
+        found = sum(d.get("by_mode", {}).get(m, {}).get("found", 0) for d in det)
+        missed = sum(d.get("by_mode", {}).get(m, {}).get("missed", 0) for d in det)
+        if found + missed:
+            out[m] = {"found": found, "missed": missed, "recall": round(100.0 * found / (found + missed), 1)}
+    return out
+
+
+def _detection_extras(d: dict) -> str:
+    """Per-mode recall and the secondary sites, as one sentence (empty for older results)."""
+    parts = [f"{m} {v['recall']}% ({v['found']} of {v['found'] + v['missed']})" for m, v in d.get("by_mode", {}).items()]
+    s = f" By mode: {', '.join(parts)}." if parts else ""
+    n = d.get("sites_found_by_cause", 0)
+    if n:
+        s += (f" {n} of the found sites are secondary: a comprehension Dynamo compiled alone because the "
+              f"function around it had fallen back to eager after another break; each counts as found "
+              f"because that break has a finding and its stack runs through the same function (it goes "
+              f"when that break is fixed).")
+    return s
 
 
 def _paper_row(m) -> dict:
@@ -285,9 +310,12 @@ def markdown(results: dict, chart_path: str | None) -> str:
           f"of a helper that breaks counts). On the models' own files (`models/*/modeling_*.py`, leaving out "
           f"shared helpers in `utils/` and `modeling_utils.py`): "
           f"{_pct(d['sites_found_models'], d['sites_found_models'] + d['sites_missed_models'])}, "
-          f"{d['sites_found_models']} of {d['sites_found_models'] + d['sites_missed_models']}.")
-        A(f"- **precision {d['precision']}%**: {d['true']} true, {d['false']} false among findings on statements "
-          f"Dynamo actually traced in this run (a finding there either is a real break site or is refuted). "
+          f"{d['sites_found_models']} of {d['sites_found_models'] + d['sites_missed_models']}."
+          + _detection_extras(d))
+        A(f"- **precision {d['precision']}%**: {d['true']} true, {d['false']} false among findings whose range "
+          f"Dynamo actually traced in this run (an instruction inside the finding's columns; a finding there "
+          f"either is a real break site or is refuted; a tensor operand behind a static test that was false, "
+          f"such as `dtype == torch.float16 and ...` in float32, was not traced). "
           f"{d['unverified']} findings lie in code Dynamo never traced for these inputs (other branches, other "
           f"model classes in the same file, the rest of a frame skipped after a break in a loop): those are "
           f"unverified and counted neither way.")
@@ -558,7 +586,7 @@ def paper_markdown(results: dict) -> str:
         A(f"**Detection against Dynamo** (defined as in the `hf` section): recall {det['recall']}% "
           f"({det['sites_found']} of {det['sites_found'] + det['sites_missed']} break sites have a finding), "
           f"precision {det['precision']}% ({det['true']} true, {det['false']} refuted among findings on traced "
-          f"statements; {det['unverified']} in code these inputs did not reach).")
+          f"statements; {det['unverified']} in code these inputs did not reach)." + _detection_extras(det))
     A("")
     A("| model | dtype | breaks before | after safe | after unsafe | paper | outputs equal safe | "
       "outputs equal unsafe | fullgraph before | fullgraph after safe | fullgraph after unsafe | kinds before |")

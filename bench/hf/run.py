@@ -301,12 +301,19 @@ def process_model(name: str, args, root: str, work: str, binary: str | None) -> 
                 continue
             f = dict(f, _rel=rel)
             findings.append(f)
-        sc = S.score_detection(findings, b["sites"], traced)
+        positions = ({k: {tuple(p) for p in v} for k, v in before["traced_positions"].items()}
+                     if "traced_positions" in before else None)
+        sc = S.score_detection(findings, b["sites"], traced, positions)
         strip = lambda fs: [{"code": f.get("code"), "file": f["_rel"], "row": f["location"]["row"],  # noqa: E731
                              "message": (f.get("message") or "")[:200], "fixable": f.get("fix") is not None}
                             for f in fs]
         entry["detection"] = {
             "findings": len(findings), "sites_found": len(sc["found"]), "sites_missed": len(sc["missed"]),
+            "sites_found_by_cause": len(sc["found_by_cause"]),
+            # recall per mode: a site counts in each mode whose run logged it
+            "by_mode": {m: {"found": sum(1 for x in sc["found"] if m in x.get("modes", [])),
+                            "missed": sum(1 for x in sc["missed"] if m in x.get("modes", []))}
+                        for m in ("eval", "train")},
             "sites_found_models": sum(1 for x in sc["found"] if x["file"].startswith("models/")),
             "sites_missed_models": sum(1 for x in sc["missed"] if x["file"].startswith("models/")),
             "true": len(sc["true_findings"]), "false": len(sc["false_findings"]),

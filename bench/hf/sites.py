@@ -225,20 +225,43 @@ def finding_hits_frame(finding: dict, frame: dict) -> bool:
     return finding["_rel"] == frame["file"] and row <= hi and end >= lo
 
 
-def score_detection(findings: list[dict], sites: list[dict], executed: dict[str, set[int]]) -> dict:
+def finding_was_traced(finding: dict, lines: set[int], positions: set[tuple[int, int]] | None) -> bool:
+    """Did Dynamo step an instruction inside the finding's range?
+
+    With instruction positions (line, 0-based character column) the test is exact: a finding on the
+    tensor operand of `dtype == float16 and isinf(h).any()` was not reached in a float32 run even
+    though its line was. Without them (older results) any traced line of the range counts.
+    """
+    row = finding["location"]["row"]
+    end = finding.get("end_location", {}).get("row", row)
+    if positions is None:
+        return any(r in lines for r in range(row, end + 1))
+    lo = (row, finding["location"].get("column", 1) - 1)
+    hi = (end, finding.get("end_location", {}).get("column", 10**9) - 1)
+    return any(lo <= p < hi for p in positions if row <= p[0] <= end)
+
+
+def score_detection(findings: list[dict], sites: list[dict], executed: dict[str, set[int]],
+                    positions: dict[str, set[tuple[int, int]]] | None = None) -> dict:
     """Recall and precision of findings against the real break sites of one model.
 
     - A real site is *found* when some finding hits its innermost frame or any transformers frame
       on its stack (a finding at the call site of a helper that breaks counts: that is where a fix
       or a suppression would go).
-    - Precision is over findings whose statement was executed by the model's eager forward (in
-      eval or train mode): only there can Dynamo have confirmed or refuted them. Such a finding is
-      *true* when it hits a frame of some real site, *false* otherwise. Findings in code the model
-      never ran are reported as unverified, not counted either way.
-    `findings` carry `_rel` (package-relative path); `executed` maps relative path to line numbers.
+    - A *secondary* site is a comprehension that Dynamo compiled as a frame of its own because the
+      function around it had already fallen back to eager (`comprehension_frame`). It has no finding
+      of its own to hit; it counts as found *by its cause* when a found site's stack passes through
+      that enclosing function (the break that made the function fall back). Reported apart.
+    - Precision is over findings whose range Dynamo actually traced (an instruction inside it, see
+      `finding_was_traced`; lines when positions are missing): only there can Dynamo have confirmed
+      or refuted them. Such a finding is *true* when it hits a frame of some real site, *false*
+      otherwise. Findings in code Dynamo never traced are unverified, not counted either way.
+    `findings` carry `_rel` (package-relative path); `executed` maps relative path to line numbers,
+    `positions` to (line, column) pairs.
     """
     found, missed = [], []
     hit_findings: set[int] = set()
+    secondary = []
     for s in sites:
         frames = [s] + [f for f in s.get("chain", []) if f.get("file")]
         hit = False
@@ -246,18 +269,24 @@ def score_detection(findings: list[dict], sites: list[dict], executed: dict[str,
             if any(finding_hits_frame(f, fr) for fr in frames):
                 hit = True
                 hit_findings.add(i)
-        (found if hit else missed).append(s)
+        if hit:
+            found.append(s)
+        elif s.get("comprehension_frame"):
+            secondary.append(s)
+        else:
+            missed.append(s)
+    through = {(fr.get("file"), fr.get("function")) for s in found for fr in [s] + s.get("chain", [])}
+    found_by_cause = [s for s in secondary if (s["file"], s["function"]) in through]
+    missed += [s for s in secondary if (s["file"], s["function"]) not in through]
     tp, fp, unverified = [], [], []
     for i, f in enumerate(findings):
-        row = f["location"]["row"]
-        end = f.get("end_location", {}).get("row", row)
-        lines = executed.get(f["_rel"], set())
-        ran = any(r in lines for r in range(row, end + 1))
+        pos = positions.get(f["_rel"], set()) if positions is not None else None
+        ran = finding_was_traced(f, executed.get(f["_rel"], set()), pos)
         if i in hit_findings:
             tp.append(f)
         elif ran:
             fp.append(f)
         else:
             unverified.append(f)
-    return {"found": found, "missed": missed, "true_findings": tp, "false_findings": fp,
-            "unverified_findings": unverified}
+    return {"found": found + found_by_cause, "found_by_cause": found_by_cause, "missed": missed,
+            "true_findings": tp, "false_findings": fp, "unverified_findings": unverified}

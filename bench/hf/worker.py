@@ -22,7 +22,9 @@ fullgraph=True compile. Also records the source lines Dynamo traced (for detecti
 from __future__ import annotations
 
 import argparse
+import functools
 import json
+import linecache
 import os
 import re
 import sys
@@ -90,6 +92,13 @@ def _step(model, compiled, inputs, train):
             compiled(**inputs)
 
 
+@functools.lru_cache(maxsize=None)
+def _char_column(filename: str, lineno: int, byte_col: int) -> int:
+    """Python's instruction columns count UTF-8 bytes; findings count characters."""
+    line = linecache.getline(filename, lineno)
+    return len(line.encode("utf-8")[:byte_col].decode("utf-8", errors="ignore")) if line else byte_col
+
+
 class Recorder:
     """Hooks Dynamo's graph-break logging and line tracking for the duration of a run."""
 
@@ -104,11 +113,17 @@ class Recorder:
         self.roots = roots
         self.events: list[dict] = []
         self.traced: dict[str, set[int]] = {}
+        # (line, column) of every instruction Dynamo stepped, so that a finding on an operand that a
+        # static test short-circuits (`dtype == float16 and isinf(h).any()` in float32) is not taken
+        # as refuted just because its line ran
+        self.positions: dict[str, set[tuple[int, int]]] = {}
         self.mode = None
         itb = InstructionTranslatorBase
         orig_log = itb.log_graph_break
         orig_line = itb.starts_line
+        orig_step = itb.step
         rec = self
+        rel_of_code: dict[object, str | None] = {}
 
         def log_graph_break(self_, code_options, reason, exc):
             if not getattr(exc, "logged", False):
@@ -124,14 +139,29 @@ class Recorder:
                 rec.traced.setdefault(rel, set()).add(lineno)
             return orig_line(self_, lineno)
 
+        def step(self_):
+            ip = self_.instruction_pointer
+            if ip is not None and ip < len(self_.instructions):
+                code = self_.f_code
+                if code not in rel_of_code:
+                    rel_of_code[code] = sites.package_relpath(code.co_filename, rec.roots)
+                rel = rel_of_code[code]
+                pos = self_.instructions[ip].positions
+                if rel is not None and pos is not None and pos.lineno is not None and pos.col_offset is not None:
+                    rec.positions.setdefault(rel, set()).add(
+                        (pos.lineno, _char_column(code.co_filename, pos.lineno, pos.col_offset)))
+            return orig_step(self_)
+
         itb.log_graph_break = log_graph_break
         itb.starts_line = starts_line
-        self._restore = (itb, orig_log, orig_line)
+        itb.step = step
+        self._restore = (itb, orig_log, orig_line, orig_step)
 
     def uninstall(self) -> None:
-        itb, orig_log, orig_line = self._restore
+        itb, orig_log, orig_line, orig_step = self._restore
         itb.log_graph_break = orig_log
         itb.starts_line = orig_line
+        itb.step = orig_step
 
     def _record(self, reason: str, exc) -> None:
         torch = self.torch
@@ -348,6 +378,7 @@ def census(args) -> dict:
         res["modes"][mode] = m
 
     res["traced_lines"] = {k: sorted(v) for k, v in rec.traced.items()}
+    res["traced_positions"] = {k: sorted(v) for k, v in rec.positions.items()}
     res["elapsed_s"] = round(time.time() - t0, 3)
     return res
 

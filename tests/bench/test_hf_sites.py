@@ -137,3 +137,46 @@ def test_comprehension_frame_marked_secondary(tmp_path):
     assert s.get("comprehension_frame") is True
     (s2,) = S.distinct_sites([dict(ev, innermost={"file": p, "line": 19, "function": "helper"})])
     assert not s2.get("comprehension_frame")
+
+
+def test_finding_on_a_short_circuited_operand_is_unverified_with_positions(tmp_path):
+    p = _pkg(tmp_path)
+    rel = "models/toy/modeling_toy.py"
+    sites = S.distinct_sites([dict(vars(S.frame_of(p, 8, "forward")), kind="Data-dependent branching")])
+    # a finding on columns 30..60 of line 14: the line ran, but no instruction inside the range did
+    f = {"code": "GM101", "message": "m", "_rel": rel, "location": {"row": 14, "column": 30},
+         "end_location": {"row": 14, "column": 60}}
+    traced = {rel: {8, 14}}
+    sc = S.score_detection([f], sites, traced, {rel: {(14, 4), (14, 20)}})
+    assert not sc["false_findings"] and len(sc["unverified_findings"]) == 1
+    # an instruction at column 35 (0-based 34) lies inside: the finding was traced and is false
+    sc = S.score_detection([f], sites, traced, {rel: {(14, 4), (14, 34)}})
+    assert len(sc["false_findings"]) == 1
+    # the end column is exclusive
+    sc = S.score_detection([f], sites, traced, {rel: {(14, 59)}})
+    assert not sc["false_findings"]
+    # without positions the line decides, as before
+    sc = S.score_detection([f], sites, traced)
+    assert len(sc["false_findings"]) == 1
+
+
+def test_secondary_comprehension_site_is_found_by_its_cause_only(tmp_path):
+    p = _pkg(tmp_path)
+    rel = "models/toy/modeling_toy.py"
+    helper = vars(S.frame_of(p, 19, "helper"))
+    cause = dict(vars(S.frame_of(p, 8, "forward")), kind="Data-dependent branching", chain=[helper])
+    comp = dict(helper, kind="Missing tp_iternext", gb_id="GB4347", mode="train",
+                reason="Failed to handle graph break gracefully. Skipping the function and falling back to eager.",
+                innermost={"file": p, "line": 19, "function": "<dictcomp>"})
+    sites = S.distinct_sites([cause, comp])
+    traced = {rel: {8, 19}}
+    sc = S.score_detection([_finding(rel, 8)], sites, traced)
+    assert len(sc["found"]) == 2 and [s["kind"] for s in sc["found_by_cause"]] == ["Missing tp_iternext"]
+    assert not sc["missed"]
+    # the cause not found: the secondary site is missed too
+    sc = S.score_detection([], sites, traced)
+    assert len(sc["missed"]) == 2 and not sc["found_by_cause"]
+    # a cause whose stack does not pass through the comprehension's function does not explain it
+    other = dict(vars(S.frame_of(p, 8, "forward")), kind="Data-dependent branching")
+    sc = S.score_detection([_finding(rel, 8)], S.distinct_sites([other, comp]), traced)
+    assert [s["kind"] for s in sc["missed"]] == ["Missing tp_iternext"]

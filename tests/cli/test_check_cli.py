@@ -252,3 +252,31 @@ def test_decorators_imported_from_other_files_trace_their_wrappers(tmp_path):
         ("rope_utils.py", 9, "GM101")]
     assert "inside decorator `dynamic_rope_update`" in result[0]["graphmend"]["related"][0]["message"]
     assert findings(pkg / "rope_utils.py") == []
+
+
+def test_methods_inherited_from_classes_of_other_files_are_traced(tmp_path):
+    # transformers' shape: LayoutLMv3Model -> LayoutLMv3PreTrainedModel -> PreTrainedModel (modeling_utils.py,
+    # bases nn.Module and ModuleUtilsMixin), whose get_extended_attention_mask warns; gpt2 reads the
+    # `loss_function` property of PreTrainedModel, whose getter logs.
+    pkg = tmp_path / "pkg"
+    (pkg / "models").mkdir(parents=True)
+    write(pkg / "__init__.py", "")
+    write(pkg / "models" / "__init__.py", "")
+    write(pkg / "modeling_utils.py", "import warnings\n\nimport torch\nfrom torch import nn\n\n\n"
+          "class ModuleUtilsMixin:\n    def extended_mask(self, mask, device=None):\n"
+          "        if device is not None:\n            warnings.warn('deprecated', FutureWarning)\n"
+          "        return mask[:, None, None, :]\n\n    def unused(self):\n        print('never called')\n\n\n"
+          "class PreTrainedModel(nn.Module, ModuleUtilsMixin):\n    @property\n    def loss_function(self):\n"
+          "        print('default loss')\n        return nn.functional.mse_loss\n\n"
+          "    @loss_function.setter\n    def loss_function(self, value):\n        print('setter')\n")
+    write(pkg / "models" / "modeling_toy.py", "from torch import nn\nfrom ..modeling_utils import PreTrainedModel\n\n\n"
+          "class ToyPreTrained(PreTrainedModel):\n    pass\n\n\nclass Toy(ToyPreTrained):\n"
+          "    def __init__(self):\n        super().__init__()\n        self.proj = nn.Linear(4, 4)\n\n"
+          "    def forward(self, x, mask):\n        m = self.extended_mask(mask, device=x.device)\n"
+          "        return self.loss_function(self.proj(x) * m, x)\n")
+    result = findings(pkg)
+    assert [(pathlib.Path(f["filename"]).name, f["location"]["row"], f["code"]) for f in result] == [
+        ("modeling_utils.py", 10, "GM204"), ("modeling_utils.py", 20, "GM201")]
+    assert "inherited by a class compiled in another workspace file" in result[0]["graphmend"]["related"][0]["message"]
+    # alone, the base file has no compiled entry of its own
+    assert findings(pkg / "modeling_utils.py") == []
