@@ -2,6 +2,7 @@
 #include <dtl/dtl.hpp>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
@@ -342,6 +343,39 @@ std::string resolve_module(const std::string& importer, bool importer_is_package
   return base.empty() ? rest : base + "." + rest;
 }
 
+// A package re-exports names from its submodules (`utils/__init__.py`: `from .import_utils import
+// check`). For an imported name that no checked file defines, `module` is such a package, found next to
+// the importer on disk: the module its __init__.py imports the name from, resolved; empty when none.
+// The __init__.py is only read and parsed, never run, and need not be among the checked files.
+std::string reexporting_module(const fs::path& importer, const std::string& importer_module, const std::string& module,
+                               const std::string& name) {
+  size_t depth = std::count(importer_module.begin(), importer_module.end(), '.');
+  std::error_code ec;
+  fs::path root = fs::absolute(importer, ec).lexically_normal().parent_path();
+  if (importer.filename() == "__init__.py") root = root.parent_path();
+  for (size_t i = 0; i < depth; ++i) root = root.parent_path();
+  fs::path init = root;
+  for (size_t start = 0; start <= module.size();) {
+    size_t dot = module.find('.', start);
+    init /= module.substr(start, dot == std::string::npos ? std::string::npos : dot - start);
+    if (dot == std::string::npos) break;
+    start = dot + 1;
+  }
+  init /= "__init__.py";
+  if (!fs::is_regular_file(init, ec)) return "";
+  auto source = read_source(init);
+  if (!std::holds_alternative<SourceFile>(source)) return "";
+  Document document(init.string(), std::get<SourceFile>(std::move(source)).text);
+  SemanticModel model(document, Scope::Compiled);
+  // "Class.method" and "@decorator" look up the class or decorator name.
+  std::string local = name.starts_with("@") ? name.substr(1) : name.substr(0, name.find('.'));
+  auto bound = model.import_of(local);
+  if (!bound) return "";
+  auto dot = bound->rfind('.');
+  if (dot == std::string::npos || bound->substr(dot + 1) != local) return "";  // renamed: not followed
+  return resolve_module(module, true, bound->substr(0, dot));
+}
+
 // The configuration of `path` with the functions other files trace into it, or nullopt with `out.error`
 // set (a bad pyproject.toml names itself and the position).
 std::optional<Config> file_config(const fs::path& path, ConfigResolver& configs,
@@ -651,12 +685,21 @@ int run_check(const std::vector<std::string>& args) {
       modules[i] = module_name_of(files[i]);
       by_module.emplace(modules[i], i);
     }
+    std::map<std::pair<std::string, std::string>, std::string> reexports;  // (package, name) -> module
     for (int round = 0; round < 3; ++round) {
       std::set<size_t> again;
       for (size_t i = 0; i < files.size(); ++i) {
         bool is_package = files[i].filename() == "__init__.py";
         for (const auto& [module, function] : outcomes[i].imported_calls) {
-          auto it = by_module.find(resolve_module(modules[i], is_package, module));
+          std::string resolved = resolve_module(modules[i], is_package, module);
+          auto it = by_module.find(resolved);
+          if (it == by_module.end()) {
+            auto key = std::make_pair(resolved, function);
+            auto known = reexports.find(key);
+            if (known == reexports.end())
+              known = reexports.emplace(key, reexporting_module(files[i], modules[i], resolved, function)).first;
+            it = known->second.empty() ? by_module.end() : by_module.find(known->second);
+          }
           if (it == by_module.end() || it->second == i) continue;
           auto& names = traced[it->second];
           if (std::find(names.begin(), names.end(), function) != names.end()) continue;

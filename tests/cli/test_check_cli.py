@@ -280,3 +280,23 @@ def test_methods_inherited_from_classes_of_other_files_are_traced(tmp_path):
     assert "inherited by a class compiled in another workspace file" in result[0]["graphmend"]["related"][0]["message"]
     # alone, the base file has no compiled entry of its own
     assert findings(pkg / "modeling_utils.py") == []
+
+
+def test_names_reexported_by_a_package_init_resolve_to_their_module(tmp_path):
+    # transformers' shape: `from ...utils import torch_compilable_check`, which utils/__init__.py imports
+    # from .import_utils. The __init__.py is read (not run, not checked) to find the defining file.
+    pkg = tmp_path / "pkg"
+    (pkg / "utils").mkdir(parents=True)
+    (pkg / "models").mkdir()
+    write(pkg / "__init__.py", "")
+    write(pkg / "models" / "__init__.py", "")
+    write(pkg / "utils" / "__init__.py", "from .import_utils import (\n    compilable_check,\n)\n"
+          "from .import_utils import other as renamed\n")
+    write(pkg / "utils" / "import_utils.py", "import torch\n\n\ndef compilable_check(cond):\n"
+          "    torch._check_tensor_all(cond)\n\n\ndef other(x):\n    print(x)\n")
+    write(pkg / "models" / "modeling_toy.py", "from torch import nn\nfrom ..utils import compilable_check, renamed\n\n\n"
+          "class Toy(nn.Module):\n    def forward(self, x):\n        compilable_check(x.sum() > 0)\n"
+          "        renamed(x)\n        return x\n")
+    result = findings(pkg / "models" / "modeling_toy.py", pkg / "utils" / "import_utils.py")
+    assert [(pathlib.Path(f["filename"]).name, f["location"]["row"], f["code"]) for f in result] == [
+        ("import_utils.py", 5, "GM406")]

@@ -155,6 +155,11 @@ class SemanticModel {
 
   // `t.nn.functional.pad` -> "torch.nn.functional.pad" through the file's imports; nullopt if not an import.
   std::optional<std::string> qualified_name(TSNode expr) const;
+  // What an import binds `local_name` to ("..utils.import_utils.check" as written), nullopt if nothing.
+  std::optional<std::string> import_of(std::string_view local_name) const {
+    auto it = imports_.find(std::string(local_name));
+    return it == imports_.end() ? std::nullopt : std::optional<std::string>(it->second);
+  }
   // Local name bound to the torch module ("torch", "t", ...), empty when torch is not imported as a module.
   const std::string& torch_alias() const { return torch_alias_; }
 
