@@ -1,5 +1,7 @@
 #include <algorithm>
 #include <array>
+#include <string_view>
+#include <unordered_set>
 
 #include "rule.h"
 
@@ -13,6 +15,15 @@ void RuleContext::report(const RuleInfo& rule, ByteRange range, std::string mess
   const FunctionInfo* top = &visit.function;
   if (!top->entry_description.empty())
     f.related.push_back({top->entry_range, "traced by torch.compile as part of " + top->entry_description});
+  // torch.export (non-strict by default, strict too) cannot guard on a tensor's value: an error, not a break.
+  static const std::unordered_set<std::string_view> kDataDependentBranches{"GM101", "GM102", "GM103", "GM104",
+                                                                           "GM301"};
+  if (model.calls_export() && kDataDependentBranches.count(rule.code))
+    f.message += " torch.export.export, called in this file, fails here with an error (it cannot guard on "
+                 "data-dependent values) instead of breaking the graph.";
+  if (top->assumed_entry)
+    f.message += " (No torch.compile entry reaches this code in the checked files: this applies if it is compiled "
+                 "elsewhere, as a function of tensors may be.)";
   if (!ts_node_is_null(visit.loop)) {
     f.in_loop = true;
     f.message += " It sits inside a loop: Dynamo then gives up on the whole frame and runs it eagerly "

@@ -369,7 +369,7 @@ void SemanticModel::collect_imports(TSNode root) {
     }
     if (t == "call") {
       std::string_view callee = document_.node_text(field(node, "function"));
-      if (callee.ends_with("compile")) {
+      if (callee.ends_with("compile") || callee.ends_with("partial") || callee.ends_with("export")) {
         compile_calls_.push_back(node);
         compile_call_starts_.push_back(ts_node_start_byte(node));
       }
@@ -543,21 +543,118 @@ void SemanticModel::collect_module_constants(TSNode root) {
   }
 }
 
-void SemanticModel::collect_compile_call_targets() {
-  for (TSNode node : compile_calls_) {
-    auto q = qualified_name(field(node, "function"));
-    TSNode args = field(node, "arguments");
-    if (!q || *q != "torch.compile" || ts_node_named_child_count(args) == 0) continue;
-    TSNode target = ts_node_named_child(args, 0);
-    std::string name = text_of(document_, target);
+void SemanticModel::mark_compile_target(TSNode call, TSNode target, const std::string& how) {
+  target = unparenthesize(target);
+  auto mark = [&](FunctionInfo* f, const std::string& what) {
+    if (!f || f->is_entry) return;
+    f->is_entry = true;
+    f->entry_description = what + " " + how;
+    f->entry_range = node_range(target);
+  };
+  if (is_type(target, "identifier")) {
+    const std::string name = text_of(document_, target);
     for (auto& f : functions_) {
-      if (!f->owner && !f->parent && f->name == name && !f->is_entry) {
-        f->is_entry = true;
-        f->entry_description = "function `" + name + "` passed to torch.compile";
-        f->entry_range = node_range(target);
+      if (!f->owner && !f->parent && f->name == name) mark(f.get(), "function `" + name + "`");
+    }
+    return;
+  }
+  if (!is_type(target, "attribute")) return;
+  // `torch.compile(self.block)`, `torch.compile(Helper.run)`, `torch.compile(model.forward)`.
+  const std::string object = text_of(document_, field(target, "object"));
+  const std::string attr = text_of(document_, field(target, "attribute"));
+  const ClassInfo* cls = nullptr;
+  if (object == "self") {
+    const FunctionInfo* in = function_containing(call);
+    while (in && in->parent) in = in->parent;
+    cls = in ? in->owner : nullptr;
+    if (cls) {
+      if (const std::string* module = inherited(cls, attr, &ClassInfo::attribute_module_classes)) {
+        if (const FunctionInfo* forward = forward_of(find_class(*module)))
+          mark(const_cast<FunctionInfo*>(forward), "`forward` of `" + *module + "` (self." + attr + ")");
+        return;
       }
     }
+  } else {
+    cls = find_class(object);
   }
+  if (cls) {
+    if (FunctionInfo* const* method = inherited(cls, attr, &ClassInfo::methods))
+      mark(*method, "method `" + cls->name + "." + attr + "`");
+    return;
+  }
+  // An instance of some class of this file: the method, when exactly one class defines it.
+  FunctionInfo* only = nullptr;
+  int count = 0;
+  for (auto& c : classes_) {
+    if (auto it = c->methods.find(attr); it != c->methods.end()) {
+      only = it->second;
+      ++count;
+    }
+  }
+  if (count == 1) mark(only, "method `" + only->qualified_name + "`");
+}
+
+void SemanticModel::collect_compile_call_targets() {
+  auto first_positional = [&](TSNode call) -> TSNode {
+    for (TSNode a : named_children(field(call, "arguments"))) {
+      if (is_type(a, "comment")) continue;
+      return is_type(a, "keyword_argument") || is_type(a, "list_splat") || is_type(a, "dictionary_splat") ? TSNode{}
+                                                                                                            : a;
+    }
+    return TSNode{};
+  };
+  // The call that applies `maker` (a compiler made by torch.compile(mode=...) or
+  // functools.partial(torch.compile, ...)) to a function: `maker(fn)`, or nothing.
+  auto applied = [&](TSNode maker) -> TSNode {
+    TSNode parent = ts_node_parent(maker);
+    if (is_type(parent, "call") && ts_node_eq(field(parent, "function"), maker)) return parent;
+    return TSNode{};
+  };
+  for (TSNode node : compile_calls_) {
+    auto q = qualified_name(field(node, "function"));
+    if (!q) continue;
+    if (*q == "torch.compile") {
+      TSNode target = first_positional(node);
+      if (!ts_node_is_null(target)) {
+        mark_compile_target(node, target, "passed to torch.compile");
+      } else if (TSNode outer = applied(node); !ts_node_is_null(outer)) {
+        // `torch.compile(mode="max-autotune")(fn)`: a decorator factory applied by hand.
+        TSNode fn = first_positional(outer);
+        if (!ts_node_is_null(fn)) mark_compile_target(outer, fn, "compiled by torch.compile(...)(...)");
+      }
+      continue;
+    }
+    if (*q == "torch.export.export") {
+      exported_ = true;
+      continue;
+    }
+    if (*q != "functools.partial") continue;
+    TSNode wrapped = first_positional(node);
+    auto wq = ts_node_is_null(wrapped) ? std::nullopt : qualified_name(wrapped);
+    if (!wq || *wq != "torch.compile") continue;
+    if (TSNode outer = applied(node); !ts_node_is_null(outer)) {
+      TSNode fn = first_positional(outer);
+      if (!ts_node_is_null(fn)) mark_compile_target(outer, fn, "compiled by functools.partial(torch.compile, ...)");
+      continue;
+    }
+    // `compile_fn = functools.partial(torch.compile, mode=...)`, applied later as `compile_fn(f)`.
+    TSNode parent = ts_node_parent(node);
+    if (is_type(parent, "assignment") && is_type(field(parent, "left"), "identifier"))
+      compile_aliases_.insert(text_of(document_, field(parent, "left")));
+  }
+  if (compile_aliases_.empty()) return;
+  walk_preorder(document_.root(), [&](TSNode node) {
+    if (is_skipped(node)) return Walk::Skip;
+    if (is_type(node, "call")) {
+      TSNode callee = field(node, "function");
+      if (is_type(callee, "identifier") && compile_aliases_.count(text_of(document_, callee))) {
+        TSNode fn = first_positional(node);
+        if (!ts_node_is_null(fn))
+          mark_compile_target(node, fn, "compiled by `" + text_of(document_, callee) + "` (functools.partial(torch.compile, ...))");
+      }
+    }
+    return is_type(node, "string") || is_type(node, "comment") ? Walk::Skip : Walk::Descend;
+  });
 }
 
 std::vector<std::pair<uint32_t, std::vector<ValueKind>>> SemanticModel::outgoing_calls(const FunctionInfo& caller) const {
@@ -1143,52 +1240,110 @@ ValueKind SemanticModel::kind_of(TSNode expr, const FunctionInfo& fn) const {
   return ValueKind::Unknown;
 }
 
+bool SemanticModel::runs_training_loop(const FunctionInfo& f) const {
+  for (TSNode node : f.body_nodes) {
+    if (is_type(node, "call")) {
+      TSNode callee = unparenthesize(field(node, "function"));
+      if (!is_type(callee, "attribute")) continue;
+      const std::string_view attr = document_.node_text(field(callee, "attribute"));
+      if (attr == "backward" || attr == "zero_grad" ||
+          (attr == "step" && document_.node_text(field(callee, "object")).find("optim") != std::string_view::npos))
+        return true;
+    } else if (is_type(node, "for_statement")) {
+      std::string iterable(document_.node_text(field(node, "right")));
+      std::transform(iterable.begin(), iterable.end(), iterable.begin(), [](unsigned char c) { return std::tolower(c); });
+      if (iterable.find("loader") != std::string::npos) return true;
+    }
+  }
+  return false;
+}
+
+bool SemanticModel::takes_tensors(const FunctionInfo& f) const {
+  bool any = false;
+  for_each_named_child(field(f.node, "parameters"), [&](TSNode p) {
+    if (!is_type(p, "typed_parameter") && !is_type(p, "typed_default_parameter")) return;
+    any = any || annotation_kind(document_.node_text(field(p, "type"))) == ValueKind::Tensor;
+  });
+  return any;
+}
+
 void SemanticModel::mark_compiled_regions(Scope scope) {
   std::vector<FunctionInfo*> work;
-  auto enter = [&](FunctionInfo* f, std::string description, ByteRange range) {
+  auto enter = [&](FunctionInfo* f, std::string description, ByteRange range, bool assumed) {
     if (f->compiled) return;
     f->compiled = true;
+    f->assumed_entry = assumed;
     f->entry_description = std::move(description);
     f->entry_range = range;
     work.push_back(f);
   };
-  for (auto& f : functions_) {
-    if (f->is_entry) enter(f.get(), f->entry_description, f->entry_range);
-    if (f->owner && f->owner->is_module && f->name == "forward")
-      enter(f.get(), "`forward` of nn.Module subclass `" + f->owner->name + "`", node_range(field(f->node, "name")));
-    if (scope == Scope::All && f->name != "__init__" && !deferred_.count(f->name))
-      enter(f.get(), "function `" + f->qualified_name + "` (scope = \"all\")", node_range(field(f->node, "name")));
-  }
-  // Callees of compiled functions (and nested functions of compiled functions) are traced too.
-  while (!work.empty()) {
-    FunctionInfo* f = work.back();
-    work.pop_back();
-    if (auto it = nested_.find(f); it != nested_.end()) {
-      for (FunctionInfo* g : it->second) {
-        if (!g->compiled) enter(g, f->entry_description, f->entry_range);
-      }
-    }
-    // A decorator of this file wrapping a traced function: calling it runs the wrapper (the decorator's
-    // nested functions), not the decorator's own body, which ran once at definition time.
-    for (const std::string& name : f->decorator_names) {
-      auto d = top_level_by_name_.find(name);
-      if (d == top_level_by_name_.end() || d->second == f) continue;
-      if (auto nested = nested_.find(d->second); nested != nested_.end()) {
-        for (FunctionInfo* g : nested->second) {
-          if (!g->compiled)
-            enter(g, "`" + g->name + "` inside decorator `" + name + "`, which wraps traced `" + f->qualified_name + "`",
-                  node_range(field(g->node, "name")));
+  auto drain = [&] {
+    // Callees of compiled functions (and nested functions of compiled functions) are traced too.
+    while (!work.empty()) {
+      FunctionInfo* f = work.back();
+      work.pop_back();
+      if (auto it = nested_.find(f); it != nested_.end()) {
+        for (FunctionInfo* g : it->second) {
+          if (!g->compiled) enter(g, f->entry_description, f->entry_range, f->assumed_entry);
         }
       }
+      // A decorator of this file wrapping a traced function: calling it runs the wrapper (the decorator's
+      // nested functions), not the decorator's own body, which ran once at definition time.
+      for (const std::string& name : f->decorator_names) {
+        auto d = top_level_by_name_.find(name);
+        if (d == top_level_by_name_.end() || d->second == f) continue;
+        if (auto nested = nested_.find(d->second); nested != nested_.end()) {
+          for (FunctionInfo* g : nested->second) {
+            if (!g->compiled)
+              enter(g, "`" + g->name + "` inside decorator `" + name + "`, which wraps traced `" + f->qualified_name + "`",
+                    node_range(field(g->node, "name")), f->assumed_entry);
+          }
+        }
+      }
+      for_each_body_node(*f, [&](TSNode node) {
+        if (!is_type(node, "call")) return;
+        const FunctionInfo* callee = resolve_callee(node, *f);
+        if (callee && !callee->compiled && !disabled_.count(callee) && callee->name != "__init__" &&
+            !deferred_.count(callee->name))
+          enter(const_cast<FunctionInfo*>(callee), f->entry_description, f->entry_range, f->assumed_entry);
+      });
     }
-    for_each_body_node(*f, [&](TSNode node) {
-      if (!is_type(node, "call")) return;
-      const FunctionInfo* callee = resolve_callee(node, *f);
-      if (callee && !callee->compiled && !disabled_.count(callee) && callee->name != "__init__" &&
-          !deferred_.count(callee->name))
-        enter(const_cast<FunctionInfo*>(callee), f->entry_description, f->entry_range);
-    });
+  };
+  for (auto& f : functions_) {
+    f->runs_training_loop = runs_training_loop(*f);
+    if (f->is_entry) enter(f.get(), f->entry_description, f->entry_range, false);
+    if (f->owner && f->owner->is_module && f->name == "forward")
+      enter(f.get(), "`forward` of nn.Module subclass `" + f->owner->name + "`", node_range(field(f->node, "name")), false);
+    if (scope == Scope::All && f->name != "__init__" && !deferred_.count(f->name))
+      enter(f.get(), "function `" + f->qualified_name + "` (scope = \"all\")", node_range(field(f->node, "name")), false);
   }
+  drain();
+  if (scope != Scope::Compiled) return;
+  // A function of tensors that nothing here compiles may be compiled by code outside the checked files
+  // (a module of tensor ops): staying silent would be a false all-clear. Not when it is eager-only: it
+  // runs a training loop, or every call of it in this file comes from such code.
+  std::vector<char> eager(functions_.size(), 0);
+  std::vector<std::vector<uint32_t>> callers(functions_.size());
+  for (auto& f : functions_) {
+    eager[f->index] = f->runs_training_loop;
+    for (uint32_t callee : f->resolved_callees) callers[callee].push_back(f->index);
+  }
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (auto& f : functions_) {
+      const auto& by = callers[f->index];
+      if (eager[f->index] || by.empty()) continue;
+      if (std::all_of(by.begin(), by.end(), [&](uint32_t c) { return eager[c] != 0; })) eager[f->index] = changed = true;
+    }
+  }
+  for (auto& f : functions_) {
+    if (f->compiled || f->owner || f->parent || eager[f->index] || disabled_.count(f.get()) ||
+        deferred_.count(f->name) || f->name.starts_with("test_") || !takes_tensors(*f))
+      continue;
+    enter(f.get(), "function `" + f->name + "`, which takes tensors; no compile entry for it was seen in this file",
+          node_range(field(f->node, "name")), true);
+  }
+  drain();
 }
 
 std::vector<std::pair<std::string, std::string>> SemanticModel::imported_calls(const FunctionInfo& function) const {

@@ -67,7 +67,7 @@ const FunctionInfo* SemanticModel::update_after_edit(const Document::Changes& ed
   const FunctionInfo* holder = function_holding(old_region);
   if (!holder) return nullptr;
   FunctionInfo* target = functions_[holder->index].get();
-  if (target->parent || nested_.count(target)) return nullptr;
+  if (target->parent || nested_.count(target) || !compile_aliases_.empty()) return nullptr;
   if (any_within(import_starts_, target->range) || any_within(compile_call_starts_, target->range)) return nullptr;
 
   // The same definition in the new tree: same start, end moved by the edit, the
@@ -92,10 +92,14 @@ const FunctionInfo* SemanticModel::update_after_edit(const Document::Changes& ed
   fresh.parent = target->parent;
   fresh.compiled = target->compiled;
   fresh.is_entry = target->is_entry;
+  fresh.assumed_entry = target->assumed_entry;
   fresh.entry_description = target->entry_description;
   fresh.entry_range = target->entry_range;
   fresh.decorator_names = target->decorator_names;  // decorators lie outside the body: unchanged
   read_function(fresh, definition);
+  // Whether it runs a training loop decides which functions are reported without an entry.
+  fresh.runs_training_loop = runs_training_loop(fresh);
+  if (fresh.runs_training_loop != target->runs_training_loop) return nullptr;
 
   // Structure other functions depend on: the callees it reaches (compiled
   // regions follow them) and the attributes it sets on its class.

@@ -300,3 +300,40 @@ def test_names_reexported_by_a_package_init_resolve_to_their_module(tmp_path):
     result = findings(pkg / "models" / "modeling_toy.py", pkg / "utils" / "import_utils.py")
     assert [(pathlib.Path(f["filename"]).name, f["location"]["row"], f["code"]) for f in result] == [
         ("import_utils.py", 5, "GM406")]
+
+
+EXPORTED = """import torch
+from torch import nn
+
+
+class Model(nn.Module):
+    def forward(self, x):
+        if x.sum() > 0:
+            x = x + 1
+        print("runs under export")
+        return x
+
+
+def export():
+    return torch.export.export(Model(), (torch.randn(3),))
+"""
+
+
+def test_data_dependent_branches_say_torch_export_fails_there(tmp_path):
+    path = write(tmp_path / "exported.py", EXPORTED)
+    by_code = {f["code"]: f["message"] for f in findings(path)}
+    assert "torch.export.export, called in this file, fails here with an error" in by_code["GM101"]
+    assert "torch.export" not in by_code["GM201"]  # a print runs under export
+    # without the export call the message is about the graph break only
+    plain = write(tmp_path / "plain.py", EXPORTED.replace("torch.export.export(Model(), (torch.randn(3),))", "Model()"))
+    assert all("torch.export" not in f["message"] for f in findings(plain))
+    # and torch.export does fail there (non-strict, its default, and strict)
+    torch = pytest.importorskip("torch")
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("exported", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    for strict in (False, True):
+        with pytest.raises(Exception, match="data-dependent|Data-dependent"):
+            torch.export.export(module.Model(), (torch.randn(3),), strict=strict)

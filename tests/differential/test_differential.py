@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+import differential
 from differential import compare_files, fixable_files, graphmend_fix
 
 FILES = fixable_files()
@@ -108,3 +109,18 @@ def test_the_trace_time_hazard_needs_the_clause(tmp_path):
     finally:
         differential.trace_time_messages = saved
     assert any("compiled: transcript" in d for d in result.differences), result.differences
+
+
+def test_gradients_compare_exactly_but_for_the_rounding_of_summation_order():
+    def grad(values, dtype="torch.float32", nan=None):
+        return ([("tensor", (len(values),), dtype, "cpu", False, (values, nan or [False] * len(values)))], [])
+
+    base = grad([0.28847062587738037, 1.0])
+    # one unit in the last place of a float32: two contributions summed in another order
+    assert differential.same_gradients_up_to_summation_order(base, grad([0.28847065567970276, 1.0]))
+    # a real change, a NaN where there was none, another dtype: all differences
+    assert not differential.same_gradients_up_to_summation_order(base, grad([0.2885, 1.0]))
+    assert not differential.same_gradients_up_to_summation_order(base, grad([0.0, 1.0], nan=[True, False]))
+    assert not differential.same_gradients_up_to_summation_order(base, grad([0.28847062587738037, 1.0], "torch.float64"))
+    assert not differential.same_gradients_up_to_summation_order(grad([float("inf"), 1.0]), grad([-float("inf"), 1.0]))
+    assert not differential.same_gradients_up_to_summation_order(base, None)

@@ -90,6 +90,12 @@ struct FunctionInfo {
   FunctionInfo* parent = nullptr;  // enclosing function for nested definitions
   bool compiled = false;           // traced by Dynamo (reached from a compiled entry)
   bool is_entry = false;
+  // Reported without a compile entry: a function of tensors (a parameter annotated `torch.Tensor`) that
+  // nothing in the file compiles or calls from compiled code, and that is not eager-only; or reached
+  // only from one. Its findings say that no entry was seen.
+  bool assumed_entry = false;
+  // Its body runs a training step or a data loop (`.backward()`, `optimizer.step()`, `for b in loader`).
+  bool runs_training_loop = false;
   std::string entry_description;   // "forward of nn.Module subclass Net", "@torch.compile function f"
   // Decorators that are plain names (`@dynamic_rope_update`), as written: calling a decorated traced
   // function runs the decorator's wrapper, so the wrapper is traced too.
@@ -160,6 +166,8 @@ class SemanticModel {
     auto it = imports_.find(std::string(local_name));
     return it == imports_.end() ? std::nullopt : std::optional<std::string>(it->second);
   }
+  // The file calls torch.export.export: a data-dependent branch is an error there, not a graph break.
+  bool calls_export() const { return exported_; }
   // Local name bound to the torch module ("torch", "t", ...), empty when torch is not imported as a module.
   const std::string& torch_alias() const { return torch_alias_; }
 
@@ -205,7 +213,12 @@ class SemanticModel {
   void infer_class_attributes();
   void infer_locals(FunctionInfo& function);
   void mark_compiled_regions(Scope scope);
+  bool runs_training_loop(const FunctionInfo& function) const;
+  bool takes_tensors(const FunctionInfo& function) const;  // a parameter annotated as a tensor
   void collect_compile_call_targets();
+  // Marks what `target` (an argument of `call`) names as a compile entry: a function, `self.block`'s
+  // forward, `Class.method`, or the one method of that name in the file's classes.
+  void mark_compile_target(TSNode call, TSNode target, const std::string& how);
   void collect_call_sites(int pass);
   std::vector<std::pair<uint32_t, std::vector<ValueKind>>> outgoing_calls(const FunctionInfo& caller) const;
   std::vector<AttributeEffect> attribute_effects(const FunctionInfo& method) const;
@@ -237,7 +250,11 @@ class SemanticModel {
   std::unordered_map<std::string, bool> module_constants_;
   std::unordered_set<std::string> deferred_;
   std::unordered_set<std::string> module_loggers_;
-  std::vector<TSNode> compile_calls_;  // calls whose callee text ends in "compile"
+  std::vector<TSNode> compile_calls_;  // calls whose callee text ends in "compile", "partial" or "export"
+  // Names bound to functools.partial(torch.compile, ...): calling one compiles its argument. A file with
+  // any is rebuilt on every edit (update_after_edit), as calls of them are not tracked.
+  std::unordered_set<std::string> compile_aliases_;
+  bool exported_ = false;  // the file calls torch.export.export
   // Start bytes of every import statement and of every call whose callee text ends in "compile".
   std::vector<uint32_t> import_starts_;
   std::vector<uint32_t> compile_call_starts_;
