@@ -82,7 +82,28 @@ bool is_value_method(std::string_view name) {
 // arithmetic and locals built from those. Only such values break: Dynamo specialises on a frame input
 // used as a size as it is (checked on 2.13: `torch.zeros(n)` with an input `n` compiles, `n + 1`
 // breaks), and parameters typed as tensors only by default (`past_key_values`) are often not tensors.
-bool data_derived(const RuleContext& ctx, TSNode expr, const FunctionInfo& fn, int depth = 0) {
+// A call between `from` and `to` in `fn`'s body that surely breaks the graph (`nonzero`, `.item()`,
+// `.tolist()`, `unique`, `masked_select` on a tensor): a value computed before it reaches the code after
+// it as an input of the resumed frame, which Dynamo specialises on when used as a size as it is (checked
+// on 2.13: longformer's `torch.arange(max_n)` after `mask.nonzero(as_tuple=True)` compiles).
+bool break_between(const RuleContext& ctx, const FunctionInfo& fn, uint32_t from, uint32_t to) {
+  for (TSNode node : fn.body_nodes) {
+    if (!is_type(node, "call") || ts_node_start_byte(node) < from || ts_node_start_byte(node) >= to) continue;
+    TSNode callee = unparenthesize(field(node, "function"));
+    if (!is_type(callee, "attribute")) continue;
+    const std::string method = ctx.text(field(callee, "attribute"));
+    if (method != "nonzero" && method != "item" && method != "tolist" && method != "unique" &&
+        method != "masked_select")
+      continue;
+    if (ctx.model.kind_of(field(callee, "object"), fn) == ValueKind::Tensor) return true;
+  }
+  return false;
+}
+
+// `arithmetic`: `expr` is an operand of arithmetic, which breaks on a frame input too (`size - n`), so a
+// parameter that every caller passes a tensor counts there (longformer's `narrow(-1, n, size - n)`).
+bool data_derived(const RuleContext& ctx, TSNode expr, const FunctionInfo& fn, int depth = 0,
+                  bool arithmetic = false) {
   expr = unparenthesize(expr);
   if (ts_node_is_null(expr) || depth > 6) return false;
   const auto type = type_of(expr);
@@ -90,17 +111,20 @@ bool data_derived(const RuleContext& ctx, TSNode expr, const FunctionInfo& fn, i
     if (ctx.model.kind_of(expr, fn) != ValueKind::Tensor) return false;
     const std::string name = ctx.text(expr);
     if (auto it = fn.assignments.find(name); it != fn.assignments.end()) {
-      return std::any_of(it->second.begin(), it->second.end(),
-                         [&](TSNode rhs) { return data_derived(ctx, rhs, fn, depth + 1); });
+      return std::any_of(it->second.begin(), it->second.end(), [&](TSNode rhs) {
+        if (!arithmetic && break_between(ctx, fn, ts_node_end_byte(rhs), ts_node_start_byte(expr))) return false;
+        return data_derived(ctx, rhs, fn, depth + 1);
+      });
     }
     // Not assigned: a parameter (see above), or a loop target over a tensor.
-    return std::find(fn.params.begin(), fn.params.end(), name) == fn.params.end();
+    if (std::find(fn.params.begin(), fn.params.end(), name) == fn.params.end()) return true;
+    return arithmetic && fn.tensor_params_from_callers.count(name) > 0;
   }
   if (type == "binary_operator") {
-    return data_derived(ctx, field(expr, "left"), fn, depth + 1) ||
-           data_derived(ctx, field(expr, "right"), fn, depth + 1);
+    return data_derived(ctx, field(expr, "left"), fn, depth + 1, true) ||
+           data_derived(ctx, field(expr, "right"), fn, depth + 1, true);
   }
-  if (type == "unary_operator") return data_derived(ctx, field(expr, "argument"), fn, depth + 1);
+  if (type == "unary_operator") return data_derived(ctx, field(expr, "argument"), fn, depth + 1, true);
   if (type == "subscript") {
     TSNode object = field(expr, "value");
     if (ctx.model.kind_of(object, fn) != ValueKind::Tensor) return false;

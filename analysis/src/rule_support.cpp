@@ -114,7 +114,8 @@ bool is_bool_tensor(const RuleContext& ctx, TSNode expr, const FunctionInfo& fn,
     bool param = std::find(fn.params.begin(), fn.params.end(), name) != fn.params.end();
     if (param && ctx.model.kind_of(expr, fn) == ValueKind::Tensor &&
         (name == "mask" || name.ends_with("_mask") || name.starts_with("is_") || name.starts_with("has_")) &&
-        name != "attention_mask" && !name.ends_with("_idx") && !name.ends_with("_index") && !name.ends_with("_indices"))
+        name != "attention_mask" && !name.ends_with("_idx") && !name.ends_with("_index") && !name.ends_with("_indices") &&
+        !name.ends_with("_nonzero"))
       return true;
     auto it = fn.assignments.find(name);
     if (it == fn.assignments.end() || it->second.empty()) return false;

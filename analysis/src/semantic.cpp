@@ -280,13 +280,23 @@ SemanticModel::SemanticModel(const Document& document, Scope scope, const std::v
   infer_class_attributes();
   // Locals depend on callee return kinds and callers' argument kinds: iterate to a small fixpoint.
   // What each function shows the others in each pass is recorded for incremental updates.
-  for (int pass = 0; pass < kInferencePasses; ++pass) {
+  for (int pass = 0; pass < kMaxInferencePasses; ++pass) {
     for (auto& f : functions_) {
       f->call_site_args_by_pass[pass] = f->call_site_args;
       infer_locals(*f);
       f->return_by_pass[pass] = f->return_kind;
+      f->return_elements_by_pass[pass] = f->return_elements;
     }
     collect_call_sites(pass);
+    inference_passes_ = pass + 1;
+    // Converged: every function saw in this pass what it would see in the next (the same returns of
+    // all others, the same arguments from its callers), so another pass would repeat this one.
+    if (pass > 0 && std::all_of(functions_.begin(), functions_.end(), [&](const auto& f) {
+          return f->return_by_pass[pass] == f->return_by_pass[pass - 1] &&
+                 f->return_elements_by_pass[pass] == f->return_elements_by_pass[pass - 1] &&
+                 f->call_site_args == f->call_site_args_by_pass[pass];
+        }))
+      break;
   }
   mark_compiled_regions(scope);
   for (auto& f : functions_) {
@@ -884,6 +894,7 @@ void SemanticModel::infer_locals(FunctionInfo& fn) {
   // Parameters.
   fn.params.clear();
   fn.assignments.clear();
+  fn.tensor_params_from_callers.clear();
   TSNode params = field(fn.node, "parameters");
   bool is_method = fn.owner != nullptr;
   bool first = true;
@@ -930,7 +941,10 @@ void SemanticModel::infer_locals(FunctionInfo& fn) {
       bool all_tensor = std::all_of(fn.call_site_args.begin(), fn.call_site_args.end(), [&](const auto& args) {
         return index < args.size() && args[index] == ValueKind::Tensor;
       });
-      if (all_tensor) kind = ValueKind::Tensor;
+      if (all_tensor) {
+        kind = ValueKind::Tensor;
+        fn.tensor_params_from_callers.insert(name);
+      }
     }
     if (kind == ValueKind::Unknown && t == "default_parameter" && is_type(field(p, "value"), "none") && fn.owner &&
         fn.owner->is_module && !looks_like_flag(name)) {
@@ -963,6 +977,8 @@ void SemanticModel::infer_locals(FunctionInfo& fn) {
 
   ValueKind returns = ValueKind::Unknown;
   bool saw_return = false;
+  std::vector<ValueKind> elements;
+  bool tuples_only = true;
   for_each_body_node(fn, [&](TSNode node) {
     auto t = type_of(node);
     if (t == "assignment") {
@@ -976,6 +992,20 @@ void SemanticModel::infer_locals(FunctionInfo& fn) {
       }
       TSNode left = unparenthesize(field(node, "left"));
       if (is_type(left, "identifier") && !ts_node_is_null(right)) fn.assignments[text_of(document_, left)].push_back(right);
+      // `max_n, indices = self._global_indices(mask)`: each name takes its element of the callee's tuple.
+      if ((is_type(left, "pattern_list") || is_type(left, "tuple_pattern")) && !ts_node_is_null(right) &&
+          is_type(unparenthesize(right), "call")) {
+        const FunctionInfo* callee = resolve_callee(unparenthesize(right), fn);
+        std::vector<TSNode> targets;
+        for (TSNode target : named_children(left)) {
+          if (!is_type(target, "comment")) targets.push_back(target);
+        }
+        if (callee && !callee->return_elements.empty() && callee->return_elements.size() == targets.size() &&
+            std::none_of(targets.begin(), targets.end(), [](TSNode target) { return is_type(target, "list_splat_pattern"); })) {
+          for (size_t i = 0; i < targets.size(); ++i) assign(targets[i], callee->return_elements[i]);
+          return;
+        }
+      }
       assign(left, kind);
     } else if (t == "augmented_assignment") {
       ValueKind kind = kind_of(field(node, "right"), fn);
@@ -1001,13 +1031,35 @@ void SemanticModel::infer_locals(FunctionInfo& fn) {
       else if (kind_of(right, fn) == ValueKind::Tensor) kind = ValueKind::Tensor;
       assign(left, kind);
     } else if (t == "return_statement") {
-      if (ts_node_named_child_count(node) == 0) return;
-      ValueKind k = kind_of(ts_node_named_child(node, 0), fn);
+      if (ts_node_named_child_count(node) == 0) {
+        tuples_only = false;
+        return;
+      }
+      TSNode value = ts_node_named_child(node, 0);
+      ValueKind k = kind_of(value, fn);
+      TSNode tuple = unparenthesize(value);
+      if (is_type(tuple, "expression_list") || is_type(tuple, "tuple")) {
+        std::vector<ValueKind> kinds;
+        for (TSNode e : named_children(tuple)) {
+          if (is_type(e, "list_splat")) tuples_only = false;
+          if (!is_type(e, "comment")) kinds.push_back(kind_of(e, fn));
+        }
+        if (!saw_return) {
+          elements = std::move(kinds);
+        } else if (elements.size() == kinds.size()) {
+          for (size_t i = 0; i < kinds.size(); ++i) elements[i] = elements[i] == kinds[i] ? kinds[i] : merge(elements[i], kinds[i]);
+        } else {
+          tuples_only = false;
+        }
+      } else {
+        tuples_only = false;
+      }
       returns = saw_return ? (returns == k ? k : merge(returns, k)) : k;
       saw_return = true;
     }
   });
   fn.return_kind = returns;
+  fn.return_elements = tuples_only && saw_return ? std::move(elements) : std::vector<ValueKind>{};
 }
 
 ValueKind SemanticModel::name_kind(std::string_view name, const FunctionInfo& fn) const {

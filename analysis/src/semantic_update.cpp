@@ -123,25 +123,31 @@ const FunctionInfo* SemanticModel::update_after_edit(const Document::Changes& ed
   auto show_others = [&](int pass, bool sweep) {
     for (auto& g : functions_) {
       if (g.get() == target) continue;
-      if (!sweep || g->index < target->index)
+      if (!sweep || g->index < target->index) {
         g->return_kind = g->return_by_pass[pass];
-      else
+        g->return_elements = g->return_elements_by_pass[pass];
+      } else {
         g->return_kind = pass > 0 ? g->return_by_pass[pass - 1] : ValueKind::Unknown;
+        g->return_elements = pass > 0 ? g->return_elements_by_pass[pass - 1] : std::vector<ValueKind>{};
+      }
     }
   };
   bool same = true;
-  for (int pass = 0; pass < kInferencePasses && same; ++pass) {
+  for (int pass = 0; pass < inference_passes_ && same; ++pass) {
     show_others(pass, true);
     fresh.call_site_args = target->call_site_args_by_pass[pass];
     fresh.call_site_args_by_pass[pass] = fresh.call_site_args;
     infer_locals(fresh);
     fresh.return_by_pass[pass] = fresh.return_kind;
-    if (fresh.return_kind != target->return_by_pass[pass]) same = false;
+    fresh.return_elements_by_pass[pass] = fresh.return_elements;
+    if (fresh.return_kind != target->return_by_pass[pass] ||
+        fresh.return_elements != target->return_elements_by_pass[pass])
+      same = false;
     show_others(pass, false);
     fresh.outgoing_by_pass[pass] = outgoing_calls(fresh);
     if (fresh.outgoing_by_pass[pass] != target->outgoing_by_pass[pass]) same = false;
   }
-  show_others(kInferencePasses - 1, false);
+  show_others(inference_passes_ - 1, false);
   if (!same) return nullptr;
 
   fresh.call_site_args = target->call_site_args;

@@ -59,8 +59,10 @@ struct AttributeEffect {
   bool operator==(const AttributeEffect&) const = default;
 };
 
-// Number of passes of the locals/call-site fixpoint.
-inline constexpr int kInferencePasses = 3;
+// Most passes of the locals/call-site fixpoint. Each pass carries argument kinds one call deeper (a
+// mask computed in an encoder reaches the attention helper four calls down); the model stops at the
+// first pass that changes nothing, so most files take two or three.
+inline constexpr int kMaxInferencePasses = 12;
 
 // Syntax nested deeper than this many levels of the tree is not analysed. The passes over expressions
 // (inference, rules, transforms) recurse along the tree: at this depth the deepest of them (the rules'
@@ -103,9 +105,15 @@ struct FunctionInfo {
   ByteRange entry_range{};         // the entry's name, for related information
   std::unordered_map<std::string, ValueKind> locals;
   std::vector<std::string> params;  // names in order (without self/cls)
+  // Parameters that are tensors because every call site in the file passes one (not by their name or
+  // default): their callers computed them, so what holds for the argument holds here.
+  std::unordered_set<std::string> tensor_params_from_callers;
   // Right-hand sides assigned to each local name, in source order (simple `name = expr` only).
   std::unordered_map<std::string, std::vector<TSNode>> assignments;
   ValueKind return_kind = ValueKind::Unknown;
+  // Kinds of the elements when every return is a tuple of the same length (`return max_n, indices`),
+  // for unpacking at call sites; empty otherwise.
+  std::vector<ValueKind> return_elements;
   // Kinds of the positional arguments at each call site in this file (params inferred from them).
   std::vector<std::vector<ValueKind>> call_site_args;
   // The calls, assignments, augmented assignments, for statements and returns of the body in source
@@ -116,10 +124,11 @@ struct FunctionInfo {
   std::unordered_set<std::string> indexed_in_several_dimensions;
 
   // What other functions see of this one, pass by pass of the fixpoint (for incremental updates):
-  std::array<ValueKind, kInferencePasses> return_by_pass{};
-  std::array<std::vector<std::vector<ValueKind>>, kInferencePasses> call_site_args_by_pass;  // on entry
+  std::array<ValueKind, kMaxInferencePasses> return_by_pass{};
+  std::array<std::vector<ValueKind>, kMaxInferencePasses> return_elements_by_pass;
+  std::array<std::vector<std::vector<ValueKind>>, kMaxInferencePasses> call_site_args_by_pass;  // on entry
   // Arguments this function passes to functions of the file at the end of each pass: (callee index, kinds).
-  std::array<std::vector<std::pair<uint32_t, std::vector<ValueKind>>>, kInferencePasses> outgoing_by_pass;
+  std::array<std::vector<std::pair<uint32_t, std::vector<ValueKind>>>, kMaxInferencePasses> outgoing_by_pass;
   std::vector<uint32_t> resolved_callees;  // indices of the functions its calls resolve to, in order
   std::vector<AttributeEffect> attribute_effects;
   std::vector<std::pair<std::string, std::string>> imported_calls;  // see imported_calls_from_traced_code
@@ -255,6 +264,7 @@ class SemanticModel {
   // any is rebuilt on every edit (update_after_edit), as calls of them are not tracked.
   std::unordered_set<std::string> compile_aliases_;
   bool exported_ = false;  // the file calls torch.export.export
+  int inference_passes_ = 0;  // passes of the fixpoint the constructor ran (at most kMaxInferencePasses)
   // Start bytes of every import statement and of every call whose callee text ends in "compile".
   std::vector<uint32_t> import_starts_;
   std::vector<uint32_t> compile_call_starts_;
