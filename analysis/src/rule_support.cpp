@@ -108,6 +108,8 @@ bool is_bool_tensor(const RuleContext& ctx, TSNode expr, const FunctionInfo& fn,
     }
     return false;
   }
+  // Any element or slice of a boolean tensor is boolean (`router_mask[:, :, idx]`).
+  if (t == "subscript") return is_bool_tensor(ctx, field(expr, "value"), fn, depth + 1);
   if (t == "identifier") {
     std::string name = ctx.text(expr);
     // A tensor input named like a mask (`mask`, `keep_mask`, `is_valid`) is taken to be boolean.

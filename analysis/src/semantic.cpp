@@ -1287,6 +1287,9 @@ ValueKind SemanticModel::kind_of(TSNode expr, const FunctionInfo& fn) const {
     ValueKind k = kind_of(field(expr, "value"), fn);
     if (k == ValueKind::Tensor || k == ValueKind::Static) return k;
     if (k == ValueKind::Module) return ValueKind::Module;  // self.layers[i]
+    // `logits[..., :-1, :]`: a list, tuple or dict cannot be indexed so (a NumPy array can, and Dynamo
+    // traces those as tensors).
+    if (k == ValueKind::Unknown && indexes_in_several_dimensions(expr)) return ValueKind::Tensor;
     return ValueKind::Unknown;
   }
   return ValueKind::Unknown;
