@@ -708,24 +708,41 @@ void SemanticModel::collect_call_sites(int pass) {
   }
 }
 
-template <class Map>
-const typename Map::mapped_type* SemanticModel::inherited(const ClassInfo* cls, const std::string& key,
-                                                          Map ClassInfo::*map) const {
-  // Depth first, bases left to right: Python's MRO for the hierarchies models use (a mixin as a second
-  // base, `class PreTrainedModel(nn.Module, ModuleUtilsMixin)`). At most 16 classes: a class may name
-  // itself as its base (`class Block(Block)`), and a diamond is searched once per path.
+// Visits `cls` and its bases depth first, left to right: Python's method resolution order for the
+// hierarchies models use (a mixin as a second base, `class PreTrainedModel(nn.Module, ModuleUtilsMixin)`).
+// `on_class` returns true to stop; a base no class of this file defines goes to `on_imported`. At most 16
+// classes: a class may name itself as its base (`class Block(Block)`), and a diamond is searched once per path.
+template <class FindClass, class OnClass, class OnImported>
+void walk_bases(const ClassInfo* cls, FindClass&& find, OnClass&& on_class, OnImported&& on_imported) {
   const ClassInfo* stack[16];
   int top = 0, visited = 0;
   if (cls) stack[top++] = cls;
   while (top > 0 && visited < 16) {
     const ClassInfo* c = stack[--top];
     ++visited;
-    if (auto it = (c->*map).find(key); it != (c->*map).end()) return &it->second;
-    for (auto base = c->bases.rbegin(); base != c->bases.rend() && top < 16; ++base) {
-      if (const ClassInfo* b = find_class(*base); b && b != c) stack[top++] = b;
+    if (on_class(c)) return;
+    for (auto base = c->bases.rbegin(); base != c->bases.rend(); ++base) {
+      if (const ClassInfo* b = find(*base)) {
+        if (b != c && top < 16) stack[top++] = b;
+      } else {
+        on_imported(*base);
+      }
     }
   }
-  return nullptr;
+}
+
+template <class Map>
+const typename Map::mapped_type* SemanticModel::inherited(const ClassInfo* cls, const std::string& key,
+                                                          Map ClassInfo::*map) const {
+  const typename Map::mapped_type* found = nullptr;
+  walk_bases(
+      cls, [&](std::string_view name) { return find_class(name); },
+      [&](const ClassInfo* c) {
+        if (auto it = (c->*map).find(key); it != (c->*map).end()) found = &it->second;
+        return found != nullptr;
+      },
+      [](const std::string&) {});
+  return found;
 }
 
 std::string SemanticModel::attribute_constructor(const ClassInfo* cls, const std::string& name) const {
@@ -1421,20 +1438,11 @@ std::vector<std::pair<std::string, std::string>> SemanticModel::imported_calls(c
   while (top->parent) top = top->parent;
   if (top->owner) {
     std::vector<std::string> imported_bases;
-    const ClassInfo* stack[16];
-    int depth = 0, visited = 0;
-    stack[depth++] = top->owner;
-    while (depth > 0 && visited < 16) {
-      const ClassInfo* c = stack[--depth];
-      ++visited;
-      for (auto base = c->bases.rbegin(); base != c->bases.rend(); ++base) {
-        if (const ClassInfo* b = find_class(*base)) {
-          if (b != c && depth < 16) stack[depth++] = b;
-        } else if (base->find('.') != std::string::npos && !base->starts_with("torch.")) {
-          imported_bases.push_back(*base);
-        }
-      }
-    }
+    walk_bases(
+        top->owner, [&](std::string_view name) { return find_class(name); }, [](const ClassInfo*) { return false; },
+        [&](const std::string& base) {
+          if (base.find('.') != std::string::npos && !base.starts_with("torch.")) imported_bases.push_back(base);
+        });
     std::unordered_set<std::string> seen;
     for (TSNode node : function.body_nodes) {
       if (!is_type(node, "call")) continue;
