@@ -14,8 +14,9 @@ const RuleInfo kInfo{
         "that Dynamo does not trace, so it breaks the graph.",
     .registry_id = "GB0291",
     .fix_summary =
-        "With literal arguments, the message is emitted when Dynamo traces the call "
-        "(`torch._dynamo.comptime`), in any frame; eager runs call it as before.",
+        "With literal arguments, or an f-string message over values Dynamo knows while tracing (sizes, config "
+        "entries), the message is emitted when Dynamo traces the call (`torch._dynamo.comptime`), in any frame; "
+        "eager runs call it as before.",
     .example_bad = "logger.warning_once('`use_cache=True` is incompatible with gradient checkpointing')",
     .example_good =
         "torch._dynamo.comptime.comptime(\n"
@@ -28,7 +29,10 @@ const RuleInfo kInfo{
         "emits it once when Dynamo traces the call (a retrace or recompile hits the logger's cache as a second "
         "call does); eager and non-strict torch.export runs call it as before. What moves: under torch.compile "
         "the record is emitted while tracing, before output the same graph produces earlier in program order, "
-        "and a call whose graph then fails at run time has already emitted it. With other arguments: deferred "
+        "and a call whose graph then fails at run time has already emitted it. An f-string message over such "
+        "values is built first into a local (`graphmend_message`) that the traced function reads: Dynamo guards "
+        "on what it formats, so each distinct message is traced and emitted once, as in eager runs. With other "
+        "arguments (a tensor's value in the message): deferred "
         "after the graph in the compile entry, skipped while compiling elsewhere (unsafe: no message under "
         "torch.compile).",
 };
