@@ -25,16 +25,18 @@ TSNode definition_at(TSNode root, uint32_t start, uint32_t& depth) {
   return TSNode{};
 }
 
-// Whether the subtree defines functions or classes, imports, or calls something
-// ending in `compile`: all of those change what other functions or the module
-// see, so the model is built afresh.
+// Whether the subtree defines functions or classes, imports, or calls something ending in `compile`,
+// `partial` or `export` (compile entries, torch.export): all of those change what other functions or the
+// module see, so the model is built afresh.
 bool has_module_effects(const Document& document, TSNode body) {
   bool found = false;
   walk_preorder(body, [&](TSNode node) {
     auto t = type_of(node);
     found = t == "function_definition" || t == "class_definition" || t == "import_statement" ||
             t == "import_from_statement" || t == "future_import_statement" ||
-            (t == "call" && document.node_text(field(node, "function")).ends_with("compile"));
+            (t == "call" && (document.node_text(field(node, "function")).ends_with("compile") ||
+                             document.node_text(field(node, "function")).ends_with("partial") ||
+                             document.node_text(field(node, "function")).ends_with("export")));
     if (found) return Walk::Stop;
     return t == "string" || t == "comment" ? Walk::Skip : Walk::Descend;
   });
