@@ -43,6 +43,10 @@ print(json.dumps({"wall_s": wall, "maxrss_kb": ru.ru_maxrss, "rc": p.returncode,
 """
 
 
+def _name(program: str) -> str:
+    return os.path.basename(program)
+
+
 def measure(cmd: list[str], env: dict | None = None) -> dict:
     p = subprocess.run([sys.executable, "-c", WRAPPER, json.dumps(cmd)], capture_output=True, text=True,
                        env=env, check=True)
@@ -164,9 +168,11 @@ def main(argv=None) -> int:
     gr = runs["graphmend"]
     res = {"meta": {"date": dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
                     "machine": common.machine(), "transformers": version, "files": len(files), "bytes": n_bytes,
-                    "reps": args.reps, "graphmend_cmd": [*gcmd[:6], "FILES"], "ruff_cmd": [*rcmd[:7], "FILES"],
-                    "graphmend_warm_cmd": [*gwarm[:3], "TMP", *gwarm[4:7], "FILES"],
-                    "ruff_warm_cmd": [*rwarm[:3], "TMP", *rwarm[4:8], "FILES"],
+                    # programs by name only: the results say nothing about this machine's paths
+                    "reps": args.reps, "graphmend_cmd": [_name(gcmd[0]), *gcmd[1:6], "FILES"],
+                    "ruff_cmd": [_name(rcmd[0]), *rcmd[1:7], "FILES"],
+                    "graphmend_warm_cmd": [_name(gwarm[0]), *gwarm[1:3], "TMP", *gwarm[4:7], "FILES"],
+                    "ruff_warm_cmd": [_name(rwarm[0]), *rwarm[1:3], "TMP", *rwarm[4:8], "FILES"],
                     "graphmend_version": common.tool_version([args.graphmend, "--version"]),
                     "ruff_version": common.tool_version([args.ruff, "--version"])},
            **summary,

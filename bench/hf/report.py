@@ -140,10 +140,12 @@ def _detection_extras(d: dict) -> str:
     s = f" By mode: {', '.join(parts)}." if parts else ""
     n = d.get("sites_found_by_cause", 0)
     if n:
+        total = d["sites_found"] + d["sites_missed"]
         s += (f" {n} of the found sites are secondary: a comprehension Dynamo compiled alone because the "
               f"function around it had fallen back to eager after another break; each counts as found "
               f"because that break has a finding and its stack runs through the same function (it goes "
-              f"when that break is fixed).")
+              f"when that break is fixed). Counting them as missed instead: "
+              f"{_pct(d['sites_found'] - n, total)}, {d['sites_found'] - n} of {total}.")
     return s
 
 
