@@ -1175,6 +1175,16 @@ ValueKind SemanticModel::call_kind(TSNode call, const FunctionInfo& fn) const {
     if (callee_text == "len" || callee_text == "isinstance" || callee_text == "hasattr" || callee_text == "range" ||
         callee_text == "getattr" || callee_text == "type" || callee_text == "str")
       return ValueKind::Static;
+    if (callee_text == "max" || callee_text == "min" || callee_text == "abs" || callee_text == "round" ||
+        callee_text == "sum") {
+      // Of values Dynamo knows (`max(self.config.attention_window)`): known too.
+      bool all_static = ts_node_named_child_count(field(call, "arguments")) > 0;
+      for (TSNode a : named_children(field(call, "arguments"))) {
+        if (is_type(a, "comment")) continue;
+        all_static = all_static && !is_type(a, "keyword_argument") && kind_of(a, fn) == ValueKind::Static;
+      }
+      return all_static ? ValueKind::Static : ValueKind::Unknown;
+    }
     if (callee_text == "int" || callee_text == "float" || callee_text == "bool") {
       TSNode args = field(call, "arguments");
       if (ts_node_named_child_count(args) == 1) {
