@@ -27,6 +27,7 @@
 #include "commands.h"
 #include "graphmend/analysis/analyzer.h"
 #include "graphmend/analysis/semantic.h"
+#include "graphmend/analysis/workspace.h"
 #include "graphmend/transforms/fixer.h"
 
 namespace graphmend::cli {
@@ -310,71 +311,6 @@ struct Outcome {
   bool changed = false;
   std::vector<std::pair<std::string, std::string>> imported_calls;  // (module, function) called from traced code
 };
-
-// Dotted module name of a file inside packages (folders with __init__.py), e.g. "transformers.utils.generic".
-std::string module_name_of(const fs::path& file) {
-  std::error_code ec;
-  fs::path p = fs::absolute(file, ec).lexically_normal();
-  std::string name = p.stem().string();
-  std::vector<std::string> parts;
-  if (name != "__init__") parts.push_back(name);
-  for (fs::path dir = p.parent_path(); fs::exists(dir / "__init__.py", ec); dir = dir.parent_path()) {
-    parts.push_back(dir.filename().string());
-    if (dir == dir.parent_path()) break;
-  }
-  std::string out;
-  for (auto it = parts.rbegin(); it != parts.rend(); ++it) out += (out.empty() ? "" : ".") + *it;
-  return out;
-}
-
-// `.utils` imported from `pkg.models.bert.modeling_bert` -> `pkg.models.bert.utils`.
-std::string resolve_module(const std::string& importer, bool importer_is_package, const std::string& module) {
-  if (!module.starts_with(".")) return module;
-  size_t dots = module.find_first_not_of('.');
-  if (dots == std::string::npos) dots = module.size();
-  std::string base = importer;
-  size_t up = importer_is_package ? dots - 1 : dots;
-  for (size_t i = 0; i < up; ++i) {
-    auto d = base.rfind('.');
-    base = d == std::string::npos ? "" : base.substr(0, d);
-  }
-  std::string rest = module.substr(dots);
-  if (rest.empty()) return base;
-  return base.empty() ? rest : base + "." + rest;
-}
-
-// A package re-exports names from its submodules (`utils/__init__.py`: `from .import_utils import
-// check`). For an imported name that no checked file defines, `module` is such a package, found next to
-// the importer on disk: the module its __init__.py imports the name from, resolved; empty when none.
-// The __init__.py is only read and parsed, never run, and need not be among the checked files.
-std::string reexporting_module(const fs::path& importer, const std::string& importer_module, const std::string& module,
-                               const std::string& name) {
-  size_t depth = std::count(importer_module.begin(), importer_module.end(), '.');
-  std::error_code ec;
-  fs::path root = fs::absolute(importer, ec).lexically_normal().parent_path();
-  if (importer.filename() == "__init__.py") root = root.parent_path();
-  for (size_t i = 0; i < depth; ++i) root = root.parent_path();
-  fs::path init = root;
-  for (size_t start = 0; start <= module.size();) {
-    size_t dot = module.find('.', start);
-    init /= module.substr(start, dot == std::string::npos ? std::string::npos : dot - start);
-    if (dot == std::string::npos) break;
-    start = dot + 1;
-  }
-  init /= "__init__.py";
-  if (!fs::is_regular_file(init, ec)) return "";
-  auto source = read_source(init);
-  if (!std::holds_alternative<SourceFile>(source)) return "";
-  Document document(init.string(), std::get<SourceFile>(std::move(source)).text);
-  SemanticModel model(document, Scope::Compiled);
-  // "Class.method" and "@decorator" look up the class or decorator name.
-  std::string local = name.starts_with("@") ? name.substr(1) : name.substr(0, name.find('.'));
-  auto bound = model.import_of(local);
-  if (!bound) return "";
-  auto dot = bound->rfind('.');
-  if (dot == std::string::npos || bound->substr(dot + 1) != local) return "";  // renamed: not followed
-  return resolve_module(module, true, bound->substr(0, dot));
-}
 
 // The configuration of `path` with the functions other files trace into it, or nullopt with `out.error`
 // set (a bad pyproject.toml names itself and the position).
@@ -682,7 +618,7 @@ int run_check(const std::vector<std::string>& args) {
     std::map<std::string, size_t> by_module;
     std::vector<std::string> modules(files.size());
     for (size_t i = 0; i < files.size(); ++i) {
-      modules[i] = module_name_of(files[i]);
+      modules[i] = workspace::module_name_of(files[i]);
       by_module.emplace(modules[i], i);
     }
     std::map<std::pair<std::string, std::string>, std::string> reexports;  // (package, name) -> module
@@ -691,13 +627,13 @@ int run_check(const std::vector<std::string>& args) {
       for (size_t i = 0; i < files.size(); ++i) {
         bool is_package = files[i].filename() == "__init__.py";
         for (const auto& [module, function] : outcomes[i].imported_calls) {
-          std::string resolved = resolve_module(modules[i], is_package, module);
+          std::string resolved = workspace::resolve_module(modules[i], is_package, module);
           auto it = by_module.find(resolved);
           if (it == by_module.end()) {
             auto key = std::make_pair(resolved, function);
             auto known = reexports.find(key);
             if (known == reexports.end())
-              known = reexports.emplace(key, reexporting_module(files[i], modules[i], resolved, function)).first;
+              known = reexports.emplace(key, workspace::reexporting_module(files[i], modules[i], resolved, function)).first;
             it = known->second.empty() ? by_module.end() : by_module.find(known->second);
           }
           if (it == by_module.end() || it->second == i) continue;

@@ -16,6 +16,7 @@
 #include "graphmend/analysis/analyzer.h"
 #include "graphmend/analysis/config.h"
 #include "graphmend/analysis/document.h"
+#include "graphmend/analysis/workspace.h"
 #include "graphmend/analysis/semantic.h"
 #include "graphmend/protocol/lsp.h"
 #include "graphmend/transforms/fixer.h"
@@ -752,55 +753,38 @@ struct Server::Impl {
     }
   }
 
+  // (package, name) -> the module its __init__.py re-exports the name from ("" when none).
+  std::map<std::pair<std::string, std::string>, std::string> reexports_;
+
   void update_workspace_calls(const OpenDocument& source, const AnalysisResult& result) {
     std::map<std::string, std::set<std::string>> wanted;
     if (!source.module.empty()) {
       for (const auto& [module, function] : result.imported_calls) {
-        const std::string absolute = resolve_module(source.module, source.is_package, module);
-        for (const auto& [uri, document] : documents) {
-          if (uri != source.uri && !document->module.empty() && document->module == absolute) {
-            wanted[uri].insert(function);
+        std::string absolute = workspace::resolve_module(source.module, source.is_package, module);
+        auto open_as = [&](const std::string& name) {
+          bool found = false;
+          for (const auto& [uri, document] : documents) {
+            if (uri != source.uri && !document->module.empty() && document->module == name) {
+              wanted[uri].insert(function);
+              found = true;
+            }
           }
+          return found;
+        };
+        // Not an open module: a package that may re-export the name from one (see the CLI's pass).
+        if (!open_as(absolute)) {
+          // Cached for the session: a package's re-exports rarely change while it is open elsewhere.
+          auto key = std::make_pair(absolute, function);
+          auto known = reexports_.find(key);
+          if (known == reexports_.end())
+            known =
+                reexports_.emplace(key, workspace::reexporting_module(source.path, source.module, absolute, function))
+                    .first;
+          if (!known->second.empty()) open_as(known->second);
         }
       }
     }
     set_contribution(source.uri, wanted);
-  }
-
-  // Dotted module name of a file inside packages (folders with __init__.py).
-  static std::string module_name_of(const std::filesystem::path& file) {
-    std::error_code error;
-    const std::filesystem::path absolute =
-        std::filesystem::absolute(file, error).lexically_normal();
-    std::vector<std::string> parts;
-    if (absolute.stem() != "__init__") parts.push_back(absolute.stem().string());
-    for (std::filesystem::path dir = absolute.parent_path();
-         std::filesystem::exists(dir / "__init__.py", error); dir = dir.parent_path()) {
-      parts.push_back(dir.filename().string());
-      if (dir == dir.parent_path()) break;
-    }
-    std::string name;
-    for (auto it = parts.rbegin(); it != parts.rend(); ++it) {
-      name += (name.empty() ? "" : ".") + *it;
-    }
-    return name;
-  }
-
-  // `.utils` imported from `pkg.models.bert.modeling_bert` -> `pkg.models.bert.utils`.
-  static std::string resolve_module(const std::string& importer, bool importer_is_package,
-                                    const std::string& module) {
-    if (module.empty() || module.front() != '.') return module;
-    std::size_t dots = module.find_first_not_of('.');
-    if (dots == std::string::npos) dots = module.size();
-    std::string base = importer;
-    const std::size_t up = importer_is_package ? dots - 1 : dots;
-    for (std::size_t i = 0; i < up; ++i) {
-      const std::size_t dot = base.rfind('.');
-      base = dot == std::string::npos ? std::string() : base.substr(0, dot);
-    }
-    const std::string rest = module.substr(dots);
-    if (rest.empty()) return base;
-    return base.empty() ? rest : base + "." + rest;
   }
 
   // ---------------------------------------------------------------------------------------------
@@ -862,7 +846,7 @@ struct Server::Impl {
     document->uri = uri;
     document->path = path.value_or(uri);
     if (document->path != uri) {
-      document->module = module_name_of(document->path);
+      document->module = workspace::module_name_of(document->path);
       document->is_package = std::filesystem::path(document->path).filename() == "__init__.py";
     }
     document->version = version;

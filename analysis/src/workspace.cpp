@@ -1,0 +1,73 @@
+#include "graphmend/analysis/workspace.h"
+
+#include <algorithm>
+#include <fstream>
+#include <iterator>
+#include <vector>
+
+#include "graphmend/analysis/document.h"
+#include "graphmend/analysis/semantic.h"
+
+namespace graphmend::workspace {
+namespace fs = std::filesystem;
+
+std::string module_name_of(const fs::path& file) {
+  std::error_code ec;
+  const fs::path p = fs::absolute(file, ec).lexically_normal();
+  std::vector<std::string> parts;
+  if (p.stem() != "__init__") parts.push_back(p.stem().string());
+  for (fs::path dir = p.parent_path(); fs::exists(dir / "__init__.py", ec); dir = dir.parent_path()) {
+    parts.push_back(dir.filename().string());
+    if (dir == dir.parent_path()) break;
+  }
+  std::string out;
+  for (auto it = parts.rbegin(); it != parts.rend(); ++it) out += (out.empty() ? "" : ".") + *it;
+  return out;
+}
+
+std::string resolve_module(const std::string& importer, bool importer_is_package, const std::string& module) {
+  if (!module.starts_with(".")) return module;
+  size_t dots = module.find_first_not_of('.');
+  if (dots == std::string::npos) dots = module.size();
+  std::string base = importer;
+  const size_t up = importer_is_package ? dots - 1 : dots;
+  for (size_t i = 0; i < up; ++i) {
+    const auto d = base.rfind('.');
+    base = d == std::string::npos ? "" : base.substr(0, d);
+  }
+  const std::string rest = module.substr(dots);
+  if (rest.empty()) return base;
+  return base.empty() ? rest : base + "." + rest;
+}
+
+std::string reexporting_module(const fs::path& importer, const std::string& importer_module, const std::string& module,
+                               const std::string& name) {
+  const size_t depth = static_cast<size_t>(std::count(importer_module.begin(), importer_module.end(), '.'));
+  std::error_code ec;
+  fs::path root = fs::absolute(importer, ec).lexically_normal().parent_path();
+  if (importer.filename() == "__init__.py") root = root.parent_path();
+  for (size_t i = 0; i < depth; ++i) root = root.parent_path();
+  fs::path init = root;
+  for (size_t start = 0; start <= module.size();) {
+    const size_t dot = module.find('.', start);
+    init /= module.substr(start, dot == std::string::npos ? std::string::npos : dot - start);
+    if (dot == std::string::npos) break;
+    start = dot + 1;
+  }
+  init /= "__init__.py";
+  if (!fs::is_regular_file(init, ec)) return "";
+  // Imports are ASCII in practice: the bytes as they are (a BOM dropped) are enough to read them.
+  std::ifstream in(init, std::ios::binary);
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  if (text.starts_with("\xEF\xBB\xBF")) text.erase(0, 3);
+  Document document(init.string(), std::move(text));
+  SemanticModel model(document, Scope::Compiled);
+  const std::string local = name.starts_with("@") ? name.substr(1) : name.substr(0, name.find('.'));
+  const auto bound = model.import_of(local);
+  if (!bound) return "";
+  const auto dot = bound->rfind('.');
+  if (dot == std::string::npos || bound->substr(dot + 1) != local) return "";  // renamed: not followed
+  return resolve_module(module, true, bound->substr(0, dot));
+}
+
+}  // namespace graphmend::workspace
