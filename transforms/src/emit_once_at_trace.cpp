@@ -145,19 +145,32 @@ TransformResult with_message_local(const TransformContext& ctx, const FunctionIn
   TorchName torch = torch_name(doc, model);
   if (auto why = why_torch_unusable(doc, model, &fn, torch); !why.empty()) return Refusal{why};
 
-  // The call with `replacement` where the message was.
+  // The call on one line, with `replacement` where the message was (the other arguments are literals).
   auto call_with = [&](const std::string& replacement) {
-    const uint32_t start = ts_node_start_byte(call);
-    std::string out(doc.text().substr(start, ts_node_start_byte(message) - start));
-    out += replacement;
-    out += doc.text().substr(ts_node_end_byte(message), ts_node_end_byte(call) - ts_node_end_byte(message));
-    return out;
+    std::string out = text(doc, field(call, "function")) + "(";
+    bool first = true;
+    for (TSNode a : named_children(field(call, "arguments"))) {
+      if (is_type(a, "comment")) continue;
+      out += first ? "" : ", ";
+      first = false;
+      if (is_type(a, "keyword_argument")) {
+        out += text(doc, field(a, "name")) + "=" +
+               (ts_node_eq(field(a, "value"), message) ? replacement : text(doc, field(a, "value")));
+      } else {
+        out += ts_node_eq(a, message) ? replacement : text(doc, a);
+      }
+    }
+    return out + ")";
   };
   const std::string indent = indentation_of(doc, call), inner = indent_step(indent);
   const std::string eol(detect_line_ending(doc.text()));
   Fix fix;
   if (torch.import_edit) fix.edits.push_back(*torch.import_edit);
-  fix.edits.push_back({node_range(call), name + " = " + text(doc, message) + eol + indent + torch.name +
+  // A message over several lines (implicitly concatenated f-strings) continued the call's parentheses:
+  // the assignment needs its own.
+  std::string value = text(doc, message);
+  if (value.find('\n') != std::string::npos) value = "(" + value + ")";
+  fix.edits.push_back({node_range(call), name + " = " + value + eol + indent + torch.name +
                                              "._dynamo.comptime.comptime(" + eol + inner + "lambda ctx: " +
                                              call_with("ctx.get_local(\"" + name + "\").as_python_constant()") + "," +
                                              eol + inner + "lambda: " + call_with(name) + "," + eol + indent + ")"});
