@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <fstream>
 #include <iterator>
+#include <mutex>
+#include <unordered_map>
 #include <vector>
 
 #include "graphmend/analysis/document.h"
@@ -56,18 +58,30 @@ std::string reexporting_module(const fs::path& importer, const std::string& impo
   }
   init /= "__init__.py";
   if (!fs::is_regular_file(init, ec)) return "";
-  // Imports are ASCII in practice: the bytes as they are (a BOM dropped) are enough to read them.
-  std::ifstream in(init, std::ios::binary);
-  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  if (text.starts_with("\xEF\xBB\xBF")) text.erase(0, 3);
-  Document document(init.string(), std::move(text));
-  SemanticModel model(document, Scope::Compiled);
+  // Each package's __init__.py is parsed once per process (a package re-exports many names).
+  static std::mutex mutex;
+  static std::unordered_map<std::string, std::unordered_map<std::string, std::string>> imports_by_init;
+  const std::unordered_map<std::string, std::string>* imports = nullptr;
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    auto it = imports_by_init.find(init.string());
+    if (it == imports_by_init.end()) {
+      // Imports are ASCII in practice: the bytes as they are (a BOM dropped) are enough to read them.
+      std::ifstream in(init, std::ios::binary);
+      std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+      if (text.starts_with("\xEF\xBB\xBF")) text.erase(0, 3);
+      Document document(init.string(), std::move(text));
+      SemanticModel model(document, Scope::Compiled);
+      it = imports_by_init.emplace(init.string(), model.imports()).first;
+    }
+    imports = &it->second;
+  }
   const std::string local = name.starts_with("@") ? name.substr(1) : name.substr(0, name.find('.'));
-  const auto bound = model.import_of(local);
-  if (!bound) return "";
-  const auto dot = bound->rfind('.');
-  if (dot == std::string::npos || bound->substr(dot + 1) != local) return "";  // renamed: not followed
-  return resolve_module(module, true, bound->substr(0, dot));
+  const auto bound = imports->find(local);
+  if (bound == imports->end()) return "";
+  const auto dot = bound->second.rfind('.');
+  if (dot == std::string::npos || bound->second.substr(dot + 1) != local) return "";  // renamed: not followed
+  return resolve_module(module, true, bound->second.substr(0, dot));
 }
 
 }  // namespace graphmend::workspace

@@ -170,6 +170,8 @@ class SemanticModel {
 
   // `t.nn.functional.pad` -> "torch.nn.functional.pad" through the file's imports; nullopt if not an import.
   std::optional<std::string> qualified_name(TSNode expr) const;
+  // Every name the file's imports bind, with what it is bound to (as written).
+  const std::unordered_map<std::string, std::string>& imports() const { return imports_; }
   // What an import binds `local_name` to ("..utils.import_utils.check" as written), nullopt if nothing.
   std::optional<std::string> import_of(std::string_view local_name) const {
     auto it = imports_.find(std::string(local_name));
