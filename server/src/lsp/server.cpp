@@ -761,11 +761,12 @@ struct Server::Impl {
     if (!source.module.empty()) {
       for (const auto& [module, function] : result.imported_calls) {
         std::string absolute = workspace::resolve_module(source.module, source.is_package, module);
+        const std::string& traced_name = function;  // clang 14 cannot capture a structured binding
         auto open_as = [&](const std::string& name) {
           bool found = false;
           for (const auto& [uri, document] : documents) {
             if (uri != source.uri && !document->module.empty() && document->module == name) {
-              wanted[uri].insert(function);
+              wanted[uri].insert(traced_name);
               found = true;
             }
           }
