@@ -42,8 +42,8 @@ std::string resolve_module(const std::string& importer, bool importer_is_package
   return base.empty() ? rest : base + "." + rest;
 }
 
-std::string reexporting_module(const fs::path& importer, const std::string& importer_module, const std::string& module,
-                               const std::string& name) {
+std::string PackageIndex::reexporting_module(const fs::path& importer, const std::string& importer_module,
+                                             const std::string& module, const std::string& name) {
   const size_t depth = static_cast<size_t>(std::count(importer_module.begin(), importer_module.end(), '.'));
   std::error_code ec;
   fs::path root = fs::absolute(importer, ec).lexically_normal().parent_path();
@@ -58,30 +58,35 @@ std::string reexporting_module(const fs::path& importer, const std::string& impo
   }
   init /= "__init__.py";
   if (!fs::is_regular_file(init, ec)) return "";
-  // Each package's __init__.py is parsed once per process (a package re-exports many names).
-  static std::mutex mutex;
-  static std::unordered_map<std::string, std::unordered_map<std::string, std::string>> imports_by_init;
-  const std::unordered_map<std::string, std::string>* imports = nullptr;
+  // Parsed once per package (a package re-exports many names); the origin is copied out under the lock.
+  const std::string local = name.starts_with("@") ? name.substr(1) : name.substr(0, name.find('.'));
+  std::string origin;
   {
-    std::lock_guard<std::mutex> lock(mutex);
-    auto it = imports_by_init.find(init.string());
-    if (it == imports_by_init.end()) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto it = imports_by_init_.find(init.string());
+    if (it == imports_by_init_.end()) {
       // Imports are ASCII in practice: the bytes as they are (a BOM dropped) are enough to read them.
       std::ifstream in(init, std::ios::binary);
       std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
       if (text.starts_with("\xEF\xBB\xBF")) text.erase(0, 3);
       Document document(init.string(), std::move(text));
       SemanticModel model(document, Scope::Compiled);
-      it = imports_by_init.emplace(init.string(), model.imports()).first;
+      it = imports_by_init_.emplace(init.string(), model.imports()).first;
     }
-    imports = &it->second;
+    const auto bound = it->second.find(local);
+    if (bound == it->second.end()) return "";
+    origin = bound->second;
   }
-  const std::string local = name.starts_with("@") ? name.substr(1) : name.substr(0, name.find('.'));
-  const auto bound = imports->find(local);
-  if (bound == imports->end()) return "";
-  const auto dot = bound->second.rfind('.');
-  if (dot == std::string::npos || bound->second.substr(dot + 1) != local) return "";  // renamed: not followed
-  return resolve_module(module, true, bound->second.substr(0, dot));
+  const auto dot = origin.rfind('.');
+  if (dot == std::string::npos || origin.substr(dot + 1) != local) return "";  // renamed: not followed
+  return resolve_module(module, true, origin.substr(0, dot));
+}
+
+void PackageIndex::forget(const fs::path& init) {
+  std::error_code ec;
+  const std::string key = fs::absolute(init, ec).lexically_normal().string();
+  std::lock_guard<std::mutex> lock(mutex_);
+  imports_by_init_.erase(key);
 }
 
 }  // namespace graphmend::workspace

@@ -621,7 +621,7 @@ int run_check(const std::vector<std::string>& args) {
       modules[i] = workspace::module_name_of(files[i]);
       by_module.emplace(modules[i], i);
     }
-    std::map<std::pair<std::string, std::string>, std::string> reexports;  // (package, name) -> module
+    workspace::PackageIndex packages;
     for (int round = 0; round < 3; ++round) {
       std::set<size_t> again;
       for (size_t i = 0; i < files.size(); ++i) {
@@ -630,11 +630,8 @@ int run_check(const std::vector<std::string>& args) {
           std::string resolved = workspace::resolve_module(modules[i], is_package, module);
           auto it = by_module.find(resolved);
           if (it == by_module.end()) {
-            auto key = std::make_pair(resolved, function);
-            auto known = reexports.find(key);
-            if (known == reexports.end())
-              known = reexports.emplace(key, workspace::reexporting_module(files[i], modules[i], resolved, function)).first;
-            it = known->second.empty() ? by_module.end() : by_module.find(known->second);
+            const std::string origin = packages.reexporting_module(files[i], modules[i], resolved, function);
+            it = origin.empty() ? by_module.end() : by_module.find(origin);
           }
           if (it == by_module.end() || it->second == i) continue;
           auto& names = traced[it->second];

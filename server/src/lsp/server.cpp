@@ -604,7 +604,8 @@ struct Server::Impl {
       json registration = {
           {"id", "graphmend-pyproject"},
           {"method", "workspace/didChangeWatchedFiles"},
-          {"registerOptions", {{"watchers", {{{"globPattern", "**/pyproject.toml"}}}}}}};
+          {"registerOptions",
+           {{"watchers", {{{"globPattern", "**/pyproject.toml"}}, {{"globPattern", "**/__init__.py"}}}}}}};
       send_request("client/registerCapability", {{"registrations", {registration}}},
                    [](const Message&) {});
     }
@@ -649,10 +650,9 @@ struct Server::Impl {
       const json* uri = protocol::optional_member(change, "/uri", json::value_t::string);
       if (uri == nullptr) continue;
       const std::string& text = uri->get_ref<const std::string&>();
-      constexpr std::string_view kName = "pyproject.toml";
-      if (text.size() >= kName.size() &&
-          text.compare(text.size() - kName.size(), kName.size(), kName) == 0) {
-        relevant = true;
+      if (text.ends_with("/pyproject.toml")) relevant = true;
+      if (text.ends_with("/__init__.py")) {
+        if (auto path = protocol::uri_to_path(text)) package_changed(*path);
       }
     }
     if (!relevant) return;
@@ -753,8 +753,9 @@ struct Server::Impl {
     }
   }
 
-  // (package, name) -> the module its __init__.py re-exports the name from ("" when none).
-  std::map<std::pair<std::string, std::string>, std::string> reexports_;
+  // What packages re-export, for names not found among the open modules; a package is forgotten when its
+  // __init__.py is saved or changes on disk.
+  workspace::PackageIndex packages_;
 
   void update_workspace_calls(const OpenDocument& source, const AnalysisResult& result) {
     std::map<std::string, std::set<std::string>> wanted;
@@ -774,14 +775,8 @@ struct Server::Impl {
         };
         // Not an open module: a package that may re-export the name from one (see the CLI's pass).
         if (!open_as(absolute)) {
-          // Cached for the session: a package's re-exports rarely change while it is open elsewhere.
-          auto key = std::make_pair(absolute, function);
-          auto known = reexports_.find(key);
-          if (known == reexports_.end())
-            known =
-                reexports_.emplace(key, workspace::reexporting_module(source.path, source.module, absolute, function))
-                    .first;
-          if (!known->second.empty()) open_as(known->second);
+          const std::string origin = packages_.reexporting_module(source.path, source.module, absolute, function);
+          if (!origin.empty()) open_as(origin);
         }
       }
     }
@@ -1003,7 +998,21 @@ struct Server::Impl {
     if (OpenDocument* document = find_document(uri)) document->waiters.clear();
   }
 
-  void did_save(const json& params) { saved(document_for(params)); }
+  void did_save(const json& params) {
+    OpenDocument& document = document_for(params);
+    if (std::filesystem::path(document.path).filename() == "__init__.py") package_changed(document.path);
+    saved(document);
+  }
+
+  // A package's __init__.py changed: what it re-exports is read again, and the open documents' calls into
+  // other files are resolved again from their latest analyses (the files they now reach are re-analysed).
+  void package_changed(const std::string& init_path) {
+    packages_.forget(init_path);
+    spdlog::info("{} changed: resolving the workspace calls of {} open documents again", init_path, documents.size());
+    for (auto& [uri, document] : documents) {
+      if (document->latest) update_workspace_calls(*document, *document->latest);
+    }
+  }
 
   void saved(OpenDocument& document) {
     if (settings.run != RunMode::OnSave) return;

@@ -3,7 +3,9 @@
 #pragma once
 
 #include <filesystem>
+#include <mutex>
 #include <string>
+#include <unordered_map>
 
 namespace graphmend::workspace {
 
@@ -14,12 +16,26 @@ std::string module_name_of(const std::filesystem::path& file);
 // `.utils` imported from `pkg.models.bert.modeling_bert` -> `pkg.models.bert.utils`; absolute names as they are.
 std::string resolve_module(const std::string& importer, bool importer_is_package, const std::string& module);
 
-// A package re-exports names from its submodules (`utils/__init__.py`: `from .import_utils import check`).
-// For `name` imported from the package `module` (absolute), by the file `importer` whose module is
-// `importer_module`: the module the package's __init__.py, found next to the importer on disk, imports it
-// from, resolved; empty when there is none. "Class.method" and "@decorator" look up their first part. A
-// renamed import (`import check as verify`) is not followed. The file is read and parsed, never run.
-std::string reexporting_module(const std::filesystem::path& importer, const std::string& importer_module,
-                               const std::string& module, const std::string& name);
+// What packages re-export: `utils/__init__.py`'s `from .import_utils import check` makes `check`, imported
+// from the package, live in `utils.import_utils`. Each __init__.py is read and parsed once, never run, and
+// kept until forget() says it changed. One index serves a `check` run; the server keeps one for its session
+// and forgets a package when its __init__.py is saved or changes on disk. Thread-safe.
+class PackageIndex {
+ public:
+  // For `name` imported from the package `module` (absolute), by the file `importer` whose module is
+  // `importer_module`: the module the package's __init__.py, found next to the importer on disk, imports it
+  // from, resolved; empty when there is none. "Class.method" and "@decorator" look up their first part. A
+  // renamed import (`import check as verify`) is not followed.
+  std::string reexporting_module(const std::filesystem::path& importer, const std::string& importer_module,
+                                 const std::string& module, const std::string& name);
+
+  // The file `init` (an __init__.py) changed: it is read again when next needed.
+  void forget(const std::filesystem::path& init);
+
+ private:
+  std::mutex mutex_;
+  // __init__.py path (absolute, normal) -> its imports (local name -> dotted origin).
+  std::unordered_map<std::string, std::unordered_map<std::string, std::string>> imports_by_init_;
+};
 
 }  // namespace graphmend::workspace
