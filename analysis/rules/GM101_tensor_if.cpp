@@ -38,6 +38,7 @@ const RuleInfo kInfo{
         "> 0) and r < p` is exact, since a draw in [0, 1) is never below a number <= 0 (NaN included); Dynamo "
         "decides it at trace time, the draw still runs (same RNG stream), and every other `p` runs the original "
         "test. `r <= p` is refused (a draw can be exactly 0.0).",
+    .export_fails = true,
 };
 
 void check(RuleContext& ctx, const Visit& v) {

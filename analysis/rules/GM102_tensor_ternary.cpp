@@ -22,6 +22,7 @@ const RuleInfo kInfo{
         "`torch.where(...) if <checks> else (a if t else b)`, keeps the original expression for the other "
         "case), of proven equal shape and dtype. Kept: every observation; unsafe under autograd when an "
         "alternative's derivative is not constant.",
+    .export_fails = true,
 };
 
 void check(RuleContext& ctx, const Visit& v) {

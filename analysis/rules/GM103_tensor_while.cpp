@@ -19,6 +19,7 @@ const RuleInfo kInfo{
     .example_bad = "while (x.abs() > 1).any():\n    x = x / 2",
     .example_good = "for _ in range(max_steps):\n    x = torch.where((x.abs() > 1).any(), x / 2, x)",
     .fixable = false,
+    .export_fails = true,
 };
 
 void check(RuleContext& ctx, const Visit& v) {

@@ -17,6 +17,7 @@ const RuleInfo kInfo{
     .example_bad = "keep = not mask.any()",
     .example_good = "keep = torch.logical_not(mask.any())",
     .fixable = false,
+    .export_fails = true,
 };
 
 void check(RuleContext& ctx, const Visit& v) {

@@ -30,6 +30,7 @@ const RuleInfo kInfo{
         "device-side assert that poisons the CUDA context. Refused inside a `try` whose handlers could catch "
         "the exception (under compile they would no longer run), for a bare `raise`, and where `torch` is "
         "shadowed.",
+    .export_fails = true,
 };
 
 void check(RuleContext& ctx, const Visit& v) {

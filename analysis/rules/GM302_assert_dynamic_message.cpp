@@ -17,6 +17,7 @@ const RuleInfo kInfo{
     .example_bad = "assert (x > 0).all(), f'negative values in {name}'",
     .example_good = "assert (x > 0).all(), 'negative values in input'",
     .fixable = false,
+    .export_fails = true,
 };
 
 void check(RuleContext& ctx, const Visit& v) {

@@ -1,7 +1,6 @@
 #include <algorithm>
 #include <array>
 #include <string_view>
-#include <unordered_set>
 
 #include "rule.h"
 
@@ -15,10 +14,7 @@ void RuleContext::report(const RuleInfo& rule, ByteRange range, std::string mess
   const FunctionInfo* top = &visit.function;
   if (!top->entry_description.empty())
     f.related.push_back({top->entry_range, "traced by torch.compile as part of " + top->entry_description});
-  // torch.export (non-strict by default, strict too) cannot guard on a tensor's value: an error, not a break.
-  static const std::unordered_set<std::string_view> kDataDependentBranches{"GM101", "GM102", "GM103", "GM104",
-                                                                           "GM301"};
-  if (model.calls_export() && kDataDependentBranches.count(rule.code))
+  if (model.calls_export() && rule.export_fails)
     f.message += " torch.export.export, called in this file, fails here with an error (it cannot guard on "
                  "data-dependent values) instead of breaking the graph.";
   if (top->assumed_entry)

@@ -32,6 +32,10 @@ std::string rule_markdown(const RuleInfo& r) {
       md << "\n";
     }
   }
+  if (r.export_fails)
+    md << "## Under torch.export\n\n`torch.export.export` (non-strict, the default, and strict) cannot guard on a "
+          "tensor's value: where `torch.compile` breaks the graph, export fails with an error. Findings in a file "
+          "that calls `torch.export.export` say so.\n\n";
   md << "## Example\n\n```python\n" << r.example_bad << "\n```\n\n";
   md << "## Fix\n\n" << r.fix_summary << "\n\n```python\n" << r.example_good << "\n```\n\n";
   if (!r.fix_safety.empty())
@@ -125,6 +129,7 @@ int run_rule(const std::vector<std::string>& args) {
                      {"fix", r->fix_summary},
                      {"fix_safety", r->fix_safety},
                      {"fixable", r->fixable},
+                     {"export_fails", r->export_fails},
                      {"url", nullptr}});
       // The page's link (docs/check.md, "Rule links"), null when there is none.
       if (std::string url = rule_url(*r, docs_url); !url.empty()) arr.back()["url"] = url;

@@ -319,6 +319,45 @@ def export():
 """
 
 
+ASSERTED = """import torch
+from torch import nn
+
+
+class Model(nn.Module):
+    def forward(self, x):
+        assert x.sum() > 0, f"bad {x.shape}"
+        return x + 1
+
+
+def export():
+    return torch.export.export(Model(), (torch.ones(3),))
+"""
+
+
+def test_rules_that_say_export_fails_are_the_data_dependent_branches():
+    # Metadata drives the message: every rule predicting Dynamo's "Data-dependent branching" (GB0170) says
+    # torch.export fails there, and no other rule does.
+    rules = json.loads(subprocess.run([BIN, "rule", "--all", "--output-format", "json"], check=True,
+                                      capture_output=True, text=True).stdout)
+    assert {r["code"] for r in rules if r["export_fails"]} == {
+        r["code"] for r in rules if r["dynamo_registry_id"] == "GB0170"}
+
+
+def test_an_assert_with_a_dynamic_message_fails_under_torch_export(tmp_path):
+    path = write(tmp_path / "asserted.py", ASSERTED)
+    (finding,) = findings(path)
+    assert finding["code"] == "GM302" and "torch.export.export, called in this file, fails here" in finding["message"]
+    torch = pytest.importorskip("torch")
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("asserted", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    for strict in (False, True):
+        with pytest.raises(Exception, match="data-dependent|Data-dependent"):
+            torch.export.export(module.Model(), (torch.ones(3),), strict=strict)
+
+
 def test_data_dependent_branches_say_torch_export_fails_there(tmp_path):
     path = write(tmp_path / "exported.py", EXPORTED)
     by_code = {f["code"]: f["message"] for f in findings(path)}

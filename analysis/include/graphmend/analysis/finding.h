@@ -36,6 +36,9 @@ struct RuleInfo {
   bool fixable = false;         // some findings of this rule may carry a fix
   // What the fix keeps and what it may change (docs/fix-safety.md): required for fixable rules.
   std::string_view fix_safety{};
+  // A branch on a tensor's value: torch.export (strict or not) cannot guard on it and fails with an error
+  // where torch.compile breaks the graph; findings in a file that calls torch.export.export say so.
+  bool export_fails = false;
 };
 const std::vector<const RuleInfo*>& all_rules();
 const RuleInfo* find_rule(std::string_view code);
