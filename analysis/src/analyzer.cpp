@@ -6,6 +6,7 @@
 #include <unordered_map>
 
 #include "graphmend/analysis/noqa.h"
+#include "graphmend/analysis/phase_timing.h"
 #include "graphmend/analysis/semantic.h"
 #include "rule.h"
 
@@ -137,6 +138,7 @@ void sort_findings(std::vector<Finding>& findings) {
 // through, sorted by position; noqa directives are applied last (apply_noqa), over the whole file.
 std::vector<Finding> run_rules(const Document& document, const Config& config, const SemanticModel& model,
                                const std::vector<const FunctionInfo*>& functions) {
+  timing::Scope checking(timing::Phase::Rules);
   RuleContext ctx(document, model);
   for (const FunctionInfo* fn : functions) {
     if (!fn->compiled || model.is_dynamo_disabled(*fn)) continue;

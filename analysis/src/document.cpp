@@ -6,6 +6,8 @@
 #include <string_view>
 #include <utility>
 
+#include "graphmend/analysis/phase_timing.h"
+
 extern "C" const TSLanguage* tree_sitter_python(void);
 
 namespace graphmend {
@@ -150,6 +152,7 @@ void Document::text_changed() {
 }
 
 bool Document::parse(std::chrono::microseconds budget) {
+  timing::Scope parsing(timing::Phase::Parse);
   const std::string& source = parse_text_.empty() ? text_ : parse_text_;
   ts_parser_set_timeout_micros(parser_, static_cast<uint64_t>(budget.count()));
   TSTree* fresh = ts_parser_parse_string(parser_, tree_, source.data(), static_cast<uint32_t>(source.size()));

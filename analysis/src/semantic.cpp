@@ -1,10 +1,12 @@
 #include "graphmend/analysis/semantic.h"
 
 #include <algorithm>
-#include <unordered_set>
 #include <array>
 #include <cstring>
 #include <functional>
+#include <unordered_set>
+
+#include "graphmend/analysis/phase_timing.h"
 
 extern "C" const TSLanguage* tree_sitter_python(void);
 
@@ -235,6 +237,7 @@ void for_each_body_node(const FunctionInfo& fn, F&& visit) {
 
 SemanticModel::SemanticModel(const Document& document, Scope scope, const std::vector<std::string>& traced_from_workspace)
     : document_(document) {
+  timing::Scope building(timing::Phase::Semantic);
   TSNode root = document.root();
   // First, before any pass that recurses along the tree.
   find_deep_regions(root);

@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -11,6 +13,7 @@
 #include <iostream>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <sstream>
 #include <thread>
@@ -26,6 +29,7 @@
 #include "cli/source_file.h"
 #include "commands.h"
 #include "graphmend/analysis/analyzer.h"
+#include "graphmend/analysis/phase_timing.h"
 #include "graphmend/analysis/semantic.h"
 #include "graphmend/analysis/workspace.h"
 #include "graphmend/transforms/fixer.h"
@@ -51,6 +55,7 @@ enum class Color { Auto, Always, Never };
 struct Options {
   std::vector<std::string> paths;
   bool fix = false, unsafe = false, diff = false, statistics = false, exit_zero = false, no_config = false;
+  bool timings = false;
   bool exit_non_zero_on_fix = false, quiet = false, silent = false, no_cache = false;
   std::optional<bool> show_fixes;  // default: on for `text` output
   std::optional<std::vector<std::string>> select, extend_select, ignore;
@@ -143,6 +148,9 @@ std::variant<Options, int> parse(const std::vector<std::string>& args) {
       ->check(CLI::IsMember({"auto", "always", "never"}))
       ->type_name("WHEN");
   app->add_flag("--statistics", o.statistics, "print counts per rule instead of findings");
+  app->add_flag("--timings", o.timings,
+                "print where the time went (CPU seconds per phase: read, parse, semantic, rules, fixes, cache, "
+                "output) on stderr");
   app->add_flag("-e,--exit-zero", o.exit_zero, "exit 0 even when graph breaks are found");
   app->add_flag("--exit-non-zero-on-fix", o.exit_non_zero_on_fix, "exit 1 when fixes were applied, even if none remain");
   app->add_flag("-q,--quiet", o.quiet, "print findings only, no summary");
@@ -418,18 +426,21 @@ Outcome check_one(const fs::path& path, const std::optional<std::string>& stdin_
   Outcome out;
   out.report.path = path.string();
   if (is_notebook_path(path)) return check_notebook(path, stdin_bytes, o, configs, traced_from_workspace);
+  std::optional<timing::Scope> reading(std::in_place, timing::Phase::Read);
   auto read = stdin_bytes ? source_from_bytes(path, *stdin_bytes) : read_source(path);
   if (auto* err = std::get_if<ReadError>(&read)) {
     out.error = err->message;
     return out;
   }
   SourceFile source = std::get<SourceFile>(std::move(read));
+  reading.reset();
   auto configured = file_config(path, configs, traced_from_workspace, out);
   if (!configured) return out;
   Config config = std::move(*configured);
   // A run that only reports reads an unchanged file's findings back from the cache.
   std::string cache_key;
   if (cache && !(o.fix || o.diff || o.add_noqa)) {
+    timing::Scope caching(timing::Phase::Cache);
     cache_key = cache->key(path, source.text, config.source, traced_from_workspace);
     if (auto hit = cache->get(path, cache_key)) {
       out.report.findings = std::move(hit->findings);
@@ -450,8 +461,10 @@ Outcome check_one(const fs::path& path, const std::optional<std::string>& stdin_
       attach_fixes(document, analysis);
       out.report.findings = std::move(analysis.findings);
       out.report.text = std::move(source.text);
-      if (!cache_key.empty())
+      if (!cache_key.empty()) {
+        timing::Scope caching(timing::Phase::Cache);
         cache->put(path, cache_key, {out.report.findings, out.report.problems, out.imported_calls});
+      }
       return out;
     }
   }
@@ -524,6 +537,37 @@ bool has_arg(const std::vector<std::string>& args, const std::string& arg) {
 
 }  // namespace
 
+// `--timings`: on the way out of run_check, the CPU time of each phase (summed over threads) beside the
+// run's wall time, on stderr.
+class TimingsReport {
+ public:
+  TimingsReport(std::ostream& out, unsigned jobs) : out_(out), jobs_(jobs), start_(std::chrono::steady_clock::now()) {}
+  TimingsReport(const TimingsReport&) = delete;
+  TimingsReport& operator=(const TimingsReport&) = delete;
+  ~TimingsReport() {
+    const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+    const timing::Totals totals = timing::totals();
+    double cpu = 0;
+    for (uint64_t ns : totals.cpu_ns) cpu += static_cast<double>(ns) / 1e9;
+    char line[160];
+    std::snprintf(line, sizeof line, "graphmend check: %.3f s wall, %.3f s CPU in the phases below (%u jobs)\n", wall,
+                  cpu, jobs_);
+    out_ << line;
+    for (size_t i = 0; i < totals.cpu_ns.size(); ++i) {
+      const double s = static_cast<double>(totals.cpu_ns[i]) / 1e9;
+      const std::string name(timing::name(static_cast<timing::Phase>(i)));
+      std::snprintf(line, sizeof line, "  %-9s %8.3f s %5.1f%% %8llu entries\n", name.c_str(), s,
+                    cpu > 0 ? 100.0 * s / cpu : 0.0, static_cast<unsigned long long>(totals.entries[i]));
+      out_ << line;
+    }
+  }
+
+ private:
+  std::ostream& out_;
+  unsigned jobs_;
+  std::chrono::steady_clock::time_point start_;
+};
+
 int run_check(const std::vector<std::string>& args) {
   // An editor piping its buffer through `--fix -` replaces the buffer with stdout: whatever goes wrong,
   // stdout then carries the input unchanged (and the error goes to stderr).
@@ -546,6 +590,8 @@ int run_check(const std::vector<std::string>& args) {
   auto parsed = parse(args);
   if (auto* stop = std::get_if<int>(&parsed)) return *stop == 0 ? 0 : fail(*stop);
   Options o = std::get<Options>(std::move(parsed));
+  std::optional<TimingsReport> timings;
+  if (o.timings) timings.emplace(std::cerr, o.jobs);
   std::unique_ptr<ConfigResolver> configs;
   try {
     configs = std::make_unique<ConfigResolver>(o);
@@ -673,6 +719,7 @@ int run_check(const std::vector<std::string>& args) {
     return add_noqa(reports, errors.size(), std::cerr);
   }
 
+  timing::Scope writing(timing::Phase::Output);
   size_t findings = 0, fixes_applied = 0;
   for (const auto& r : reports) {
     findings += r.findings.size() + r.problems.size();

@@ -170,3 +170,30 @@ def test_pylint_and_grouped(model):
 def test_output_format_from_environment(model):
     proc = run("check", "--no-cache", model, env={"GRAPHMEND_OUTPUT_FORMAT": "json"})
     assert codes(proc) == ["GM101", "GM201"]
+
+
+def test_timings_say_where_the_time_went(model, tmp_path):
+    # Two more files, one of them fixed: every phase is listed, files are read and parsed once each for the
+    # report, and the fix loop parses the fixed text again.
+    (tmp_path / "other.py").write_text(BREAKING)
+    p = run("check", "--no-cache", "--timings", "--output-format", "json", tmp_path)
+    assert p.returncode == 1
+    json.loads(p.stdout)  # the report is untouched on stdout
+    lines = p.stderr.decode().splitlines()
+    head = re.fullmatch(r"graphmend check: ([0-9.]+) s wall, ([0-9.]+) s CPU in the phases below \(\d+ jobs\)", lines[0])
+    assert head, lines
+    phases = {}
+    for line in lines[1:]:
+        m = re.fullmatch(r"  (\w+) +([0-9.]+) s +([0-9.]+)% +(\d+) entries", line)
+        assert m, line
+        phases[m[1]] = (float(m[2]), int(m[4]))
+    assert list(phases) == ["read", "parse", "semantic", "rules", "fixes", "cache", "output"]
+    files = len(list(tmp_path.glob("*.py")))
+    assert phases["read"][1] == files and phases["semantic"][1] >= files and phases["rules"][1] >= files
+    assert phases["cache"][1] == 0 and phases["output"][1] == 1
+    assert abs(sum(s for s, _ in phases.values()) - float(head[2])) < 0.01
+    fixed = run("check", "--no-cache", "--timings", "--fix", tmp_path)
+    parses = int(re.search(r"  parse +[0-9.]+ s +[0-9.]+% +(\d+) entries", fixed.stderr.decode())[1])
+    assert parses > files  # the fix loop parses what it rewrote
+    without = run("check", "--no-cache", tmp_path)
+    assert "phases below" not in without.stderr.decode()

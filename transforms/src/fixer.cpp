@@ -4,11 +4,13 @@
 #include <stdexcept>
 
 #include "graphmend/analysis/noqa.h"
+#include "graphmend/analysis/phase_timing.h"
 #include "transform.h"
 
 namespace graphmend {
 
 void attach_fixes(const Document& document, Analysis& analysis) {
+  timing::Scope fixing(timing::Phase::Fixes);
   if (!analysis.model) return;
   // What a fix's proof reads (bindings, attributes, callees) may lie in a region left out.
   const bool partial = std::any_of(analysis.problems.begin(), analysis.problems.end(),
@@ -103,6 +105,7 @@ bool touches_protected(const std::vector<TextEdit>& edits, const std::vector<Byt
 
 FixAllResult fix_all(const std::string& path, const std::string& text, const Config& config,
                      const FixOptions& fix_options) {
+  timing::Scope fixing(timing::Phase::Fixes);
   FixOptions options = fix_options;  // protected_ranges move with the text
   FixAllResult result;
   result.text = text;
