@@ -86,23 +86,15 @@ bool is_value_method(std::string_view name) {
 // `.tolist()`, `unique`, `masked_select` on a tensor): a value computed before it reaches the code after
 // it as an input of the resumed frame, which Dynamo specialises on when used as a size as it is (checked
 // on 2.13: longformer's `torch.arange(max_n)` after `mask.nonzero(as_tuple=True)` compiles).
-bool break_between(const RuleContext& ctx, const FunctionInfo& fn, uint32_t from, uint32_t to) {
-  for (TSNode node : fn.body_nodes) {
-    if (!is_type(node, "call") || ts_node_start_byte(node) < from || ts_node_start_byte(node) >= to) continue;
-    TSNode callee = unparenthesize(field(node, "function"));
-    if (!is_type(callee, "attribute")) continue;
-    const std::string method = ctx.text(field(callee, "attribute"));
-    if (method != "nonzero" && method != "item" && method != "tolist" && method != "unique" &&
-        method != "masked_select")
-      continue;
-    if (ctx.model.kind_of(field(callee, "object"), fn) == ValueKind::Tensor) return true;
-  }
-  return false;
+bool break_between(RuleContext& ctx, const FunctionInfo& fn, uint32_t from, uint32_t to) {
+  const std::vector<uint32_t>& calls = ctx.surely_breaking_calls(fn);
+  const auto first = std::lower_bound(calls.begin(), calls.end(), from);
+  return first != calls.end() && *first < to;
 }
 
 // `arithmetic`: `expr` is an operand of arithmetic, which breaks on a frame input too (`size - n`), so a
 // parameter that every caller passes a tensor counts there (longformer's `narrow(-1, n, size - n)`).
-bool data_derived(const RuleContext& ctx, TSNode expr, const FunctionInfo& fn, int depth = 0,
+bool data_derived(RuleContext& ctx, TSNode expr, const FunctionInfo& fn, int depth = 0,
                   bool arithmetic = false) {
   expr = unparenthesize(expr);
   if (ts_node_is_null(expr) || depth > 6) return false;
@@ -150,12 +142,12 @@ bool data_derived(const RuleContext& ctx, TSNode expr, const FunctionInfo& fn, i
   return derived;
 }
 
-bool breaking_size(const RuleContext& ctx, TSNode arg, const FunctionInfo& fn) {
+bool breaking_size(RuleContext& ctx, TSNode arg, const FunctionInfo& fn) {
   return data_derived(ctx, unparenthesize(arg), fn);
 }
 
 // The first tensor-valued size in `arg`: itself, or an element of a tuple/list literal of sizes.
-TSNode tensor_size(const RuleContext& ctx, TSNode arg, const FunctionInfo& fn) {
+TSNode tensor_size(RuleContext& ctx, TSNode arg, const FunctionInfo& fn) {
   arg = unparenthesize(arg);
   if (is_type(arg, "tuple") || is_type(arg, "list")) {
     TSNode found{};
@@ -168,7 +160,7 @@ TSNode tensor_size(const RuleContext& ctx, TSNode arg, const FunctionInfo& fn) {
 }
 
 // The first tensor among the call's size arguments (positional `positions`, or `keyword`).
-TSNode tensor_argument(const RuleContext& ctx, TSNode call, const FunctionInfo& fn, std::array<int, 2> positions,
+TSNode tensor_argument(RuleContext& ctx, TSNode call, const FunctionInfo& fn, std::array<int, 2> positions,
                        std::string_view keyword) {
   TSNode found{};
   int index = 0;

@@ -5,6 +5,7 @@
 #include <set>
 #include <span>
 #include <string>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -37,8 +38,13 @@ class RuleContext {
   std::string text(TSNode node) const { return std::string(document.node_text(node)); }
   std::vector<Finding> take() { return std::move(findings_); }
 
+  // Start bytes, in order, of the calls in `fn`'s body that always break the graph (`.nonzero()`,
+  // `.item()`, `.tolist()`, `.unique()`, `.masked_select()` on a tensor). Worked out once per function.
+  const std::vector<uint32_t>& surely_breaking_calls(const FunctionInfo& fn);
+
  private:
   std::vector<Finding> findings_;
+  std::unordered_map<const FunctionInfo*, std::vector<uint32_t>> surely_breaking_calls_;
 };
 
 struct Rule {

@@ -238,6 +238,9 @@ void for_each_body_node(const FunctionInfo& fn, F&& visit) {
 SemanticModel::SemanticModel(const Document& document, Scope scope, const std::vector<std::string>& traced_from_workspace)
     : document_(document) {
   timing::Scope building(timing::Phase::Semantic);
+  scope_ = scope;
+  CalleeCache callees;
+  callee_cache_ = &callees;
   TSNode root = document.root();
   // First, before any pass that recurses along the tree.
   find_deep_regions(root);
@@ -283,6 +286,9 @@ SemanticModel::SemanticModel(const Document& document, Scope scope, const std::v
   infer_class_attributes();
   // Locals depend on callee return kinds and callers' argument kinds: iterate to a small fixpoint.
   // What each function shows the others in each pass is recorded for incremental updates.
+  std::vector<ResolvedCalls> calls;
+  calls.reserve(functions_.size());
+  for (const auto& f : functions_) calls.push_back(resolved_calls(*f));
   for (int pass = 0; pass < kMaxInferencePasses; ++pass) {
     for (auto& f : functions_) {
       f->call_site_args_by_pass[pass] = f->call_site_args;
@@ -290,7 +296,7 @@ SemanticModel::SemanticModel(const Document& document, Scope scope, const std::v
       f->return_by_pass[pass] = f->return_kind;
       f->return_elements_by_pass[pass] = f->return_elements;
     }
-    collect_call_sites(pass);
+    collect_call_sites(pass, calls);
     inference_passes_ = pass + 1;
     // Converged: every function saw in this pass what it would see in the next (the same returns of
     // all others, the same arguments from its callers), so another pass would repeat this one.
@@ -305,6 +311,7 @@ SemanticModel::SemanticModel(const Document& document, Scope scope, const std::v
   for (auto& f : functions_) {
     if (f->compiled) f->imported_calls = imported_calls(*f);
   }
+  callee_cache_ = nullptr;
 }
 
 void SemanticModel::find_deep_regions(TSNode root) {
@@ -670,12 +677,20 @@ void SemanticModel::collect_compile_call_targets() {
   });
 }
 
-std::vector<std::pair<uint32_t, std::vector<ValueKind>>> SemanticModel::outgoing_calls(const FunctionInfo& caller) const {
-  std::vector<std::pair<uint32_t, std::vector<ValueKind>>> out;
+SemanticModel::ResolvedCalls SemanticModel::resolved_calls(const FunctionInfo& caller) const {
+  ResolvedCalls out;
   for_each_body_node(caller, [&](TSNode node) {
     if (!is_type(node, "call")) return;
-    const FunctionInfo* callee = resolve_callee(node, caller);
-    if (!callee) return;
+    if (const FunctionInfo* callee = resolve_callee(node, caller)) out.emplace_back(node, callee->index);
+  });
+  return out;
+}
+
+std::vector<std::pair<uint32_t, std::vector<ValueKind>>> SemanticModel::outgoing_calls(const FunctionInfo& caller,
+                                                                                     const ResolvedCalls& calls) const {
+  std::vector<std::pair<uint32_t, std::vector<ValueKind>>> out;
+  for (const auto& [node, callee_index] : calls) {
+    const FunctionInfo* callee = functions_[callee_index].get();
     std::vector<ValueKind> kinds;
     bool positional = true;
     for (TSNode a : named_children(field(node, "arguments"))) {
@@ -695,14 +710,14 @@ std::vector<std::pair<uint32_t, std::vector<ValueKind>>> SemanticModel::outgoing
       if (positional) kinds.push_back(kind_of(a, caller));
     }
     out.emplace_back(callee->index, std::move(kinds));
-  });
+  }
   return out;
 }
 
-void SemanticModel::collect_call_sites(int pass) {
+void SemanticModel::collect_call_sites(int pass, const std::vector<ResolvedCalls>& calls) {
   for (auto& f : functions_) f->call_site_args.clear();
   for (auto& f : functions_) {
-    f->outgoing_by_pass[pass] = outgoing_calls(*f);
+    f->outgoing_by_pass[pass] = outgoing_calls(*f, calls[f->index]);
     if (pass == 0) {
       f->resolved_callees.clear();
       for (const auto& call : f->outgoing_by_pass[pass]) f->resolved_callees.push_back(call.first);
@@ -1091,6 +1106,15 @@ ValueKind SemanticModel::name_kind(std::string_view name, const FunctionInfo& fn
 }
 
 const FunctionInfo* SemanticModel::resolve_callee(TSNode call, const FunctionInfo& caller) const {
+  if (!callee_cache_) return find_callee(call, caller);
+  const CallKey key{call.id, ts_node_start_byte(call), &caller};
+  if (auto it = callee_cache_->find(key); it != callee_cache_->end()) return it->second;
+  const FunctionInfo* found = find_callee(call, caller);
+  callee_cache_->emplace(key, found);
+  return found;
+}
+
+const FunctionInfo* SemanticModel::find_callee(TSNode call, const FunctionInfo& caller) const {
   TSNode callee = unparenthesize(field(call, "function"));
   if (is_type(callee, "identifier")) {
     std::string name = text_of(document_, callee);
@@ -1395,7 +1419,6 @@ void SemanticModel::mark_compiled_regions(Scope scope) {
     }
   };
   for (auto& f : functions_) {
-    f->runs_training_loop = runs_training_loop(*f);
     if (f->is_entry) enter(f.get(), f->entry_description, f->entry_range, false);
     if (f->owner && f->owner->is_module && f->name == "forward")
       enter(f.get(), "`forward` of nn.Module subclass `" + f->owner->name + "`", node_range(field(f->node, "name")), false);
@@ -1410,6 +1433,7 @@ void SemanticModel::mark_compiled_regions(Scope scope) {
   std::vector<char> eager(functions_.size(), 0);
   std::vector<std::vector<uint32_t>> callers(functions_.size());
   for (auto& f : functions_) {
+    f->runs_training_loop = runs_training_loop(*f);
     eager[f->index] = f->runs_training_loop;
     for (uint32_t callee : f->resolved_callees) callers[callee].push_back(f->index);
   }

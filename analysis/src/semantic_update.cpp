@@ -100,8 +100,10 @@ const FunctionInfo* SemanticModel::update_after_edit(const Document::Changes& ed
   fresh.decorator_names = target->decorator_names;  // decorators lie outside the body: unchanged
   read_function(fresh, definition);
   // Whether it runs a training loop decides which functions are reported without an entry.
-  fresh.runs_training_loop = runs_training_loop(fresh);
-  if (fresh.runs_training_loop != target->runs_training_loop) return nullptr;
+  if (scope_ == Scope::Compiled) {  // (only scope compiled reports functions without an entry)
+    fresh.runs_training_loop = runs_training_loop(fresh);
+    if (fresh.runs_training_loop != target->runs_training_loop) return nullptr;
+  }
 
   // Structure other functions depend on: the callees it reaches (compiled
   // regions follow them) and the attributes it sets on its class.

@@ -230,8 +230,18 @@ class SemanticModel {
   // Marks what `target` (an argument of `call`) names as a compile entry: a function, `self.block`'s
   // forward, `Class.method`, or the one method of that name in the file's classes.
   void mark_compile_target(TSNode call, TSNode target, const std::string& how);
-  void collect_call_sites(int pass);
-  std::vector<std::pair<uint32_t, std::vector<ValueKind>>> outgoing_calls(const FunctionInfo& caller) const;
+  // The calls in `caller`'s body that resolve to a function of this file, with the callee's index. Depends
+  // on the syntax and the class facts only, not on inferred kinds: the same in every inference pass.
+  using ResolvedCalls = std::vector<std::pair<TSNode, uint32_t>>;
+  ResolvedCalls resolved_calls(const FunctionInfo& caller) const;
+  // Per pass: what each function's calls pass (argument kinds), `calls[f]` being resolved_calls(f).
+  void collect_call_sites(int pass, const std::vector<ResolvedCalls>& calls);
+  std::vector<std::pair<uint32_t, std::vector<ValueKind>>> outgoing_calls(const FunctionInfo& caller,
+                                                                          const ResolvedCalls& calls) const;
+  std::vector<std::pair<uint32_t, std::vector<ValueKind>>> outgoing_calls(const FunctionInfo& caller) const {
+    return outgoing_calls(caller, resolved_calls(caller));
+  }
+  const FunctionInfo* find_callee(TSNode call, const FunctionInfo& caller) const;  // resolve_callee, uncached
   std::vector<AttributeEffect> attribute_effects(const FunctionInfo& method) const;
   void apply_attribute_effects(ClassInfo& cls, const std::vector<AttributeEffect>& effects);
   std::vector<std::pair<std::string, std::string>> imported_calls(const FunctionInfo& function) const;
@@ -246,6 +256,22 @@ class SemanticModel {
   const Document& document_;
   std::vector<SkippedRegion> skipped_;
   mutable std::unordered_map<std::string, std::string> memo_;
+  // resolve_callee's answers while the constructor runs (one tree, the classes known): the inference
+  // passes ask again for the same calls. Null afterwards, so that an incremental update never reads it.
+  struct CallKey {
+    const void* node;  // TSNode::id, with its start byte: a subtree shared at two places is two calls
+    uint32_t start;
+    const FunctionInfo* caller;
+    bool operator==(const CallKey&) const = default;
+  };
+  struct CallKeyHash {
+    size_t operator()(const CallKey& k) const {
+      return (std::hash<const void*>()(k.node) * 31 + k.start) * 31 + std::hash<const void*>()(k.caller);
+    }
+  };
+  using CalleeCache = std::unordered_map<CallKey, const FunctionInfo*, CallKeyHash>;
+  mutable CalleeCache* callee_cache_ = nullptr;
+  Scope scope_ = Scope::Compiled;
   std::unordered_map<std::string, std::string> imports_;  // local name -> qualified name
   std::string torch_alias_;
   std::vector<std::unique_ptr<ClassInfo>> classes_;
