@@ -2,8 +2,12 @@
 // `if x.sum() > 0:`. The test then stays in the graph once GM101 predicates the branch (next pass).
 //
 // Exactness: the number is compared with a literal. Python compares in double precision, torch in the
-// tensor's dtype, so the literal must be exact in every float dtype down to float16 (integers up to
-// 2048, multiples of 1/8 up to 256); otherwise the two tests could disagree near the boundary.
+// tensor's dtype (checked on 2.13), so the literal must be exact in every dtype the tensor may have:
+//   - floating: exact in bfloat16 (8 significant bits) and in float16's range (|v| <= 65504, no bit
+//     below 2^-24); bfloat16 2048.0 > 2047 is False in torch, True in Python;
+//   - integers: a literal outside int8's or uint8's range wraps (int8 5 > 200 and uint8 5 > -1 are
+//     True and False in torch), so an integer literal lies in [0, 127], or the tensor is floating.
+// A float literal against an integer tensor is compared in float32, exact for these literals.
 #include <cmath>
 #include <string>
 
@@ -14,16 +18,36 @@ namespace graphmend {
 namespace {
 using namespace fixes;
 
-bool exact_in_half(const Document& doc, TSNode literal) {
+// `v` has at most 8 significant bits, none below 2^-24, and fits float16.
+bool exact_in_bfloat16_and_half(double v) {
+  if (v == 0) return true;
+  if (!std::isfinite(v) || std::fabs(v) > 65504) return false;
+  int exponent = 0;
+  const double mantissa = std::frexp(std::fabs(v), &exponent);  // v = mantissa * 2^exponent, mantissa in [0.5, 1)
+  const double scaled = std::ldexp(mantissa, 8);                // the 8 significant bits as an integer
+  return scaled == std::floor(scaled) && exponent - 8 >= -24;
+}
+
+// Why `literal` may compare differently in Python and in torch for some dtype of the tensor (see above);
+// empty when it cannot. `floating`: the tensor is known to be floating (no int8/uint8 wrap-around).
+std::string inexact_literal(const Document& doc, TSNode literal, bool floating) {
   TSNode n = unparenthesize(literal);
-  // The sign does not change exactness.
-  if (is_type(n, "unary_operator") && text(doc, field(n, "operator")) == "-") n = field(n, "argument");
-  if (!is_type(n, "integer") && !is_type(n, "float")) return false;
+  bool negative = false;
+  if (is_type(n, "unary_operator") && text(doc, field(n, "operator")) == "-") {
+    negative = true;
+    n = field(n, "argument");
+  }
+  const std::string shown = "`" + text(doc, literal) + "`";
+  const std::string rounding =
+      "the number is compared with " + shown + ", and a tensor comparison could round differently than Python's";
+  if (!is_type(n, "integer") && !is_type(n, "float")) return rounding;
   std::string t = text(doc, n);
-  if (t.find_first_of("xXoObBjJ_") != std::string::npos) return false;
-  double v = std::strtod(t.c_str(), nullptr);
-  if (is_type(n, "integer")) return std::fabs(v) <= 2048;
-  return std::fabs(v) <= 256 && std::floor(v * 8) == v * 8;
+  if (t.find_first_of("xXoObBjJ_") != std::string::npos) return rounding;
+  const double v = std::strtod(t.c_str(), nullptr);
+  if (is_type(n, "integer") && !floating && (negative || v > 127))
+    return "the number is compared with " + shown +
+           ", which an int8 or uint8 tensor would wrap around (nothing proves the tensor floating)";
+  return exact_in_bfloat16_and_half(v) ? "" : rounding;
 }
 
 TransformResult apply(const TransformContext& ctx) {
@@ -43,9 +67,8 @@ TransformResult apply(const TransformContext& ctx) {
     for (uint32_t i = 0; i < ts_node_named_child_count(parent); ++i) {
       TSNode operand = ts_node_named_child(parent, i);
       if (ts_node_eq(operand, call)) continue;
-      if (!exact_in_half(doc, operand))
-        return Refusal{"the number is compared with `" + text(doc, operand) +
-                       "`, and a tensor comparison could round differently than Python's"};
+      if (std::string why = inexact_literal(doc, operand, is_floating(doc, ctx.model, object, *fn)); !why.empty())
+        return Refusal{why};
     }
     for (uint32_t i = 0; i < ts_node_child_count(parent); ++i) {
       TSNode c = ts_node_child(parent, i);

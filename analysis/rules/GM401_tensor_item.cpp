@@ -20,10 +20,12 @@ const RuleInfo kInfo{
     .example_good = "if x.abs().max() > 1:\n    x = x / 2",
     .fixable = true,
     .fix_safety =
-        "Kept: the outcome of the comparison. The number is compared with a literal that is exact in every "
-        "float dtype down to float16 (Python compares in double precision, torch in the tensor's dtype), and "
-        "the tensor is provably one element (`.item()` of a larger tensor raises, and so does the `if` on "
-        "it).",
+        "Kept: the outcome of the comparison. Python compares in double precision, torch in the tensor's "
+        "dtype, so the literal must compare the same in every dtype the tensor may have: exact in bfloat16 and "
+        "within float16's range (a bfloat16 2048.0 is not `> 2047` in torch), and, unless the tensor is "
+        "provably floating, an integer in [0, 127] (int8 and uint8 wrap a literal out of their range: an int8 "
+        "5 is `> 200` in torch). The tensor is provably one element (`.item()` of a larger tensor raises, and "
+        "so does the `if` on it).",
 };
 
 void check(RuleContext& ctx, const Visit& v) {
