@@ -10,6 +10,7 @@
 #include "commands.h"
 #include "graphmend/analysis/config.h"
 #include "graphmend/analysis/finding.h"
+#include "graphmend/transforms/fixer.h"
 
 namespace graphmend::cli {
 
@@ -130,6 +131,7 @@ int run_rule(const std::vector<std::string>& args) {
                      {"fix_safety", r->fix_safety},
                      {"fixable", r->fixable},
                      {"export_fails", r->export_fails},
+                     {"transforms", transforms_for(r->code)},
                      {"url", nullptr}});
       // The page's link (docs/check.md, "Rule links"), null when there is none.
       if (std::string url = rule_url(*r, docs_url); !url.empty()) arr.back()["url"] = url;

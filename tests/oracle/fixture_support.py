@@ -265,6 +265,7 @@ EXPECTED_GB_IDS = {
     "GM604": {"GB0264"},
     "GM605": {"GB8977"},
     "GM606": {"GB0098"},
+    "GM607": {"GB0208", "GB0142"},  # the call, then entering what it returned
 }
 
 _DYNAMO_CACHE: dict[str, Any] = {}

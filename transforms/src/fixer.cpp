@@ -9,6 +9,14 @@
 
 namespace graphmend {
 
+std::vector<std::string_view> transforms_for(std::string_view code) {
+  std::vector<std::string_view> names;
+  for (const Transform* t : registered_transforms()) {
+    if (std::find(t->codes.begin(), t->codes.end(), code) != t->codes.end()) names.push_back(t->name);
+  }
+  return names;
+}
+
 void attach_fixes(const Document& document, Analysis& analysis) {
   timing::Scope fixing(timing::Phase::Fixes);
   if (!analysis.model) return;

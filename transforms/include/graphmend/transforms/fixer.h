@@ -3,6 +3,7 @@
 
 #include <map>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "graphmend/analysis/analyzer.h"
@@ -12,6 +13,10 @@ namespace graphmend {
 // Fills `fix` (or `no_fix_reason`) of each finding in `analysis`, using the document's facts. None
 // when a region of the file was too deeply nested to analyse.
 void attach_fixes(const Document& document, Analysis& analysis);
+
+// The transforms that may fix findings of rule `code`, by name, in the order they are tried (each has
+// its snapshot cases in tests/fixtures/transforms/<name>/).
+std::vector<std::string_view> transforms_for(std::string_view code);
 
 struct FixOptions {
   bool unsafe = false;   // also apply fixes whose applicability is Unsafe
