@@ -48,7 +48,6 @@ std::string_view to_string(Applicability applicability) {
   switch (applicability) {
     case Applicability::Safe: return "safe";
     case Applicability::Unsafe: return "unsafe";
-    case Applicability::DisplayOnly: return "display-only";
   }
   return "safe";
 }

@@ -41,7 +41,7 @@ def _validate_shape(finding, path):
     assert (end["row"], end["column"]) >= (start["row"], start["column"]), f"range ends before it starts: {finding}"
     fix = finding["fix"]
     if fix is not None:
-        assert fix.get("applicability") in ("safe", "unsafe", "display-only"), fix
+        assert fix.get("applicability") in ("safe", "unsafe"), fix
         assert isinstance(fix.get("edits"), list) and fix["edits"], fix
         for edit in fix["edits"]:
             assert {"content", "location", "end_location"} <= edit.keys(), edit

@@ -56,7 +56,6 @@ std::vector<TextEdit> non_overlapping_edits(const std::vector<Finding>& findings
   std::vector<TextEdit> edits;
   for (const Finding& f : findings) {
     if (!f.fix || f.fix->edits.empty()) continue;
-    if (f.fix->applicability == Applicability::DisplayOnly) continue;
     if (f.fix->applicability == Applicability::Unsafe && !options.unsafe) continue;
     if (touches_protected(f.fix->edits, options.protected_ranges)) continue;
     bool clash = false;

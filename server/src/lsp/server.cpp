@@ -1821,7 +1821,7 @@ struct Server::Impl {
       if (!quickfix || !touches) continue;
       const json& diagnostic = result.diagnostic(i);
       const std::string code = finding.rule != nullptr ? std::string(finding.rule->code) : "GM";
-      if (finding.fix && finding.fix->applicability != Applicability::DisplayOnly) {
+      if (finding.fix) {
         std::string title = code + ": " + finding.fix->title;
         if (finding.fix->applicability == Applicability::Unsafe) title += " (unsafe)";
         if (std::optional<json> edit = edit_for(result, document.uri, finding.fix->edits)) {

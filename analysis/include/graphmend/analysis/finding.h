@@ -53,7 +53,9 @@ std::optional<std::filesystem::path> docs_dir();
 // `file://` URL of an absolute path, percent-encoding everything but unreserved characters and '/'.
 std::string file_url(const std::filesystem::path& path);
 
-enum class Applicability { Safe, Unsafe, DisplayOnly };
+// Safe fixes are applied by `--fix` and fix-all; Unsafe ones only on request (`--unsafe-fixes`, a quick fix
+// the user picks). A finding with no fix that can be proven carries `no_fix_reason` instead.
+enum class Applicability { Safe, Unsafe };
 std::string_view to_string(Applicability applicability);
 
 struct Fix {
