@@ -116,7 +116,7 @@ class Session {
   void check(Stats& stats) {
     auto result = analyzer_.run(document_, config_, 1, attach);
     ++stats.runs;
-    INFO(document_.path(), " after ", stats.runs, " edits, incremental: ", result.reanalysed.has_value(),
+    INFO(document_.path(), " after ", stats.runs, " edits, incremental: ", result.reanalyzed.has_value(),
          ", held: ", result.held);
     if (result.held) {
       // The edit broke the structure: the last well-formed findings, each still on the same code.
@@ -133,7 +133,7 @@ class Session {
     Document fresh(document_.path(), document_.text());
     Analysis expected = analyze(fresh, config_);
     attach_fixes(fresh, expected);
-    if (result.reanalysed) ++stats.incremental;
+    if (result.reanalyzed) ++stats.incremental;
     REQUIRE(describe_all(result.analysis.findings) == describe_all(expected.findings));
     // Syntax errors (the tokenizer's indentation errors included) and regions left out, the same way.
     REQUIRE(result.analysis.problems == expected.problems);
@@ -349,19 +349,19 @@ TEST_CASE("an edit that changes what other functions see is analysed afresh") {
   IncrementalAnalyzer analyzer;
   Config config;
   auto first = analyzer.run(doc, config, 1);
-  CHECK_FALSE(first.reanalysed);
+  CHECK_FALSE(first.reanalyzed);
   // The helper now returns a Python int: forward's `if` is no longer on a
   // tensor.
   auto at = static_cast<uint32_t>(source.find("return t"));
   doc.apply_edit({at + 7, at + 8}, "1");
   auto second = analyzer.run(doc, config, 1);
-  CHECK_FALSE(second.reanalysed);
+  CHECK_FALSE(second.reanalyzed);
   CHECK(second.analysis.findings.empty());
   // An edit inside forward that other functions cannot see is incremental.
   at = static_cast<uint32_t>(doc.text().find("y + 1"));
   doc.apply_edit({at + 4, at + 5}, "2");
   auto third = analyzer.run(doc, config, 1);
-  CHECK(third.reanalysed);
+  CHECK(third.reanalyzed);
   CHECK(third.analysis.findings.empty());
   CHECK(first.analysis.findings.size() == 1);
 }

@@ -147,7 +147,7 @@ TEST_CASE("the incremental path leaves out a function an edit makes too deep, an
   const auto print_at = static_cast<uint32_t>(doc.text().find("print(x)") + 6);
   doc.apply_edit({print_at, print_at + 1}, "x.sum()");
   auto third = analyzer.run(doc, config, 1);
-  CHECK(third.reanalysed);
+  CHECK(third.reanalyzed);
   REQUIRE(third.analysis.problems.size() == 1);
   CHECK(third.analysis.problems == analyze(doc, config).problems);
   // Undone, the function is analysed again.

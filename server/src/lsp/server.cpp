@@ -80,7 +80,7 @@ struct NotebookLayout {
 // The findings of one version of a document, with everything needed to answer requests about it.
 struct AnalysisResult {
   int64_t version = 0;
-  uint64_t generation = 0;  // the document's configuration epoch it was computed under
+  uint64_t generation = 0;  // the document generation it was computed under
   std::shared_ptr<const TextSnapshot> snapshot;
   std::vector<Finding> findings;
   std::vector<Problem> problems;  // syntax errors, regions not analysed
@@ -116,8 +116,9 @@ struct AnalysisResult {
   }
 };
 
-// State touched only on the document's strand.
-struct Worker {
+// The document's tree side: its parsed Document, analyzer and reparse statistics, touched only on its strand
+// (one per document; the analysis threads are the pool the strands run on).
+struct TreeState {
   std::unique_ptr<Document> document;
   // Re-analyses only the edited function when it can (the results equal a whole-file analysis).
   IncrementalAnalyzer analyzer;
@@ -152,17 +153,17 @@ struct OpenDocument {
   bool is_package = false;  // an __init__.py
   int64_t version = 0;
   // Bumped whenever the configuration that applies to this document changes (settings, a
-  // pyproject.toml, functions other open files trace into it): results of older epochs are stale.
-  uint64_t epoch = 1;
+  // pyproject.toml, functions other open files trace into it): results of older generations are stale.
+  uint64_t generation = 1;
   std::shared_ptr<const TextSnapshot> snapshot;
   bool too_large = false;
   std::shared_ptr<const NotebookLayout> notebook;  // a notebook: its cells for `snapshot`
 
   Strand strand;
-  std::shared_ptr<Worker> worker = std::make_shared<Worker>();
+  std::shared_ptr<TreeState> tree_state = std::make_shared<TreeState>();
   // The newest version, readable from the strand so queued analyses of old versions are skipped.
   std::shared_ptr<std::atomic<int64_t>> live_version = std::make_shared<std::atomic<int64_t>>(0);
-  // Whether the worker keeps the tree after an analysis (for incremental reparsing of the next
+  // Whether the strand keeps the tree after an analysis (for incremental reparsing of the next
   // edit). Only documents being edited do: a tree costs far more memory than its text.
   std::shared_ptr<std::atomic<bool>> keep_tree = std::make_shared<std::atomic<bool>>(false);
 
@@ -665,7 +666,7 @@ struct Server::Impl {
     pyproject_for_dir.clear();
     pyproject_configs.clear();
     for (auto& [uri, document] : documents) {
-      ++document->epoch;
+      ++document->generation;
       document->publish_pending = true;
       schedule_analysis(*document);
     }
@@ -746,7 +747,7 @@ struct Server::Impl {
       if (traced_functions(target) == before) continue;
       if (OpenDocument* document = find_document(target)) {
         spdlog::debug("{}: functions traced from other open files changed", target);
-        ++document->epoch;
+        ++document->generation;
         document->publish_pending = true;
         schedule_analysis(*document);
       }
@@ -811,13 +812,13 @@ struct Server::Impl {
     const bool too_large = document.snapshot->text->size() > settings.max_file_bytes;
     if (too_large != document.too_large) {
       document.too_large = too_large;
-      std::shared_ptr<Worker> worker = document.worker;
+      std::shared_ptr<TreeState> tree_state = document.tree_state;
       if (too_large) {
         log_message(protocol::message_type::kWarning,
                     document.uri + " has " + std::to_string(document.snapshot->text->size()) +
                         " bytes, more than maxFileSize (" +
                         std::to_string(settings.max_file_bytes) + "): not analysed");
-        asio::post(document.strand, [worker] { worker->release(); });
+        asio::post(document.strand, [tree_state] { tree_state->release(); });
       }
     }
   }
@@ -852,7 +853,7 @@ struct Server::Impl {
         std::make_shared<const std::string>(std::move(text)));
     document->too_large = document->snapshot->text->size() > settings.max_file_bytes;
     documents[uri] = document;
-    // The tree is built by the first analysis (on the worker), not here.
+    // The tree is built by the first analysis (on the strand), not here.
     if (document->too_large) {
       log_message(protocol::message_type::kWarning,
                   uri + " has " + std::to_string(document->snapshot->text->size()) +
@@ -940,23 +941,23 @@ struct Server::Impl {
   void commit_change(OpenDocument& document, int64_t version, std::shared_ptr<const std::string> text,
                      std::vector<TreeEdit> tree_edits) {
     if (!document.too_large) {
-      asio::post(document.strand, [worker = document.worker, edits = std::move(tree_edits)] {
-        if (!worker->document) return;  // released: the next analysis parses the text afresh
+      asio::post(document.strand, [tree_state = document.tree_state, edits = std::move(tree_edits)] {
+        if (!tree_state->document) return;  // released: the next analysis parses the text afresh
         const auto start = Clock::now();
-        const bool was_pending = worker->document->parse_pending();
+        const bool was_pending = tree_state->document->parse_pending();
         bool done = true;
         for (const TreeEdit& edit : edits) {
           if (edit.full) {
-            worker->document->replace_text(edit.text);
+            tree_state->document->replace_text(edit.text);
           } else {
             // A reparse in error recovery can take tens of milliseconds: past the budget the analysis
-            // gives the last findings at once and the parse finishes after (analyse()).
-            done = worker->document->apply_edit(edit.range, edit.text, worker->reparse_budget());
+            // gives the last findings at once and the parse finishes after (run_analysis()).
+            done = tree_state->document->apply_edit(edit.range, edit.text, tree_state->reparse_budget());
           }
         }
         const auto took = Clock::now() - start;
-        if (done && !was_pending && edits.size() == 1) worker->record_reparse(took);
-        worker->reparse_time += took;
+        if (done && !was_pending && edits.size() == 1) tree_state->record_reparse(took);
+        tree_state->reparse_time += took;
       });
     }
     document.version = version;
@@ -979,8 +980,8 @@ struct Server::Impl {
     // The least recently edited document gives its tree back; it is parsed again when needed.
     if (OpenDocument* evicted = find_document(recently_edited.back())) {
       evicted->keep_tree->store(false);
-      asio::post(evicted->strand, [worker = evicted->worker, keep = evicted->keep_tree] {
-        if (!keep->load()) worker->release();
+      asio::post(evicted->strand, [tree_state = evicted->tree_state, keep = evicted->keep_tree] {
+        if (!keep->load()) tree_state->release();
       });
     }
     recently_edited.pop_back();
@@ -1309,21 +1310,21 @@ struct Server::Impl {
 
   bool is_current(const OpenDocument& document) const {
     return document.latest && document.latest->version == document.version &&
-           document.latest->generation == document.epoch;
+           document.latest->generation == document.generation;
   }
 
   void schedule_analysis(OpenDocument& document) {
     if (exit_code || state == State::ShutDown) return;
     if (document.scheduled_version == document.version &&
-        document.scheduled_generation == document.epoch) {
+        document.scheduled_generation == document.generation) {
       return;  // already queued
     }
     document.debounce.cancel();
     document.scheduled_version = document.version;
-    document.scheduled_generation = document.epoch;
+    document.scheduled_generation = document.generation;
     auto result = std::make_shared<AnalysisResult>();
     result->version = document.version;
-    result->generation = document.epoch;
+    result->generation = document.generation;
     result->snapshot = document.snapshot;
     result->notebook = document.notebook;
     if (document.too_large) {
@@ -1331,8 +1332,8 @@ struct Server::Impl {
       return;
     }
     AnalysisJob job{config_for(document), document.uri,         document.path,        document.strand,
-                    document.worker,      document.keep_tree,   document.live_version, encoding};
-    asio::post(document.strand, [this, job = std::move(job), result] { analyse(job, result); });
+                    document.tree_state,      document.keep_tree,   document.live_version, encoding};
+    asio::post(document.strand, [this, job = std::move(job), result] { run_analysis(job, result); });
   }
 
   // What an analysis on a document's strand needs.
@@ -1341,16 +1342,16 @@ struct Server::Impl {
     std::string uri;
     std::string path;
     Strand strand;
-    std::shared_ptr<Worker> worker;
+    std::shared_ptr<TreeState> tree_state;
     std::shared_ptr<std::atomic<bool>> keep;
     std::shared_ptr<std::atomic<int64_t>> live;
     PositionEncoding encoding;
   };
 
   // Runs on the document's strand.
-  void analyse(const AnalysisJob& job, std::shared_ptr<AnalysisResult> result) {
+  void run_analysis(const AnalysisJob& job, std::shared_ptr<AnalysisResult> result) {
     const std::string& uri = job.uri;
-    const std::shared_ptr<Worker>& worker = job.worker;
+    const std::shared_ptr<TreeState>& tree_state = job.tree_state;
     if (job.live->load() != result->version) {
       // An edit arrived after this was queued: a newer analysis will follow.
       asio::post(io, [this, uri, result] { on_analysis_dropped(uri, *result); });
@@ -1358,18 +1359,18 @@ struct Server::Impl {
     }
     const auto start = Clock::now();
     try {
-      if (!worker->document) {
+      if (!tree_state->document) {
         // Released while idle (or never parsed): parse the current text from scratch.
-        worker->document = std::make_unique<Document>(job.path, *result->snapshot->text);
+        tree_state->document = std::make_unique<Document>(job.path, *result->snapshot->text);
       }
-      if (worker->document->text() != *result->snapshot->text) {
+      if (tree_state->document->text() != *result->snapshot->text) {
         // Never expected; recover by parsing the text the client holds.
         spdlog::error("{}: tree text out of sync with version {}; reparsing", uri, result->version);
-        worker->document = std::make_unique<Document>(job.path, *result->snapshot->text);
+        tree_state->document = std::make_unique<Document>(job.path, *result->snapshot->text);
       }
       // Fixes are attached to new findings only; carried ones keep theirs.
       auto attach = [](const Document& edited, Analysis& fresh) { attach_fixes(edited, fresh); };
-      IncrementalAnalyzer::Result run = worker->analyzer.run(*worker->document, job.config, result->generation, attach);
+      IncrementalAnalyzer::Result run = tree_state->analyzer.run(*tree_state->document, job.config, result->generation, attach);
       if (run.analysis.model) {
         result->imported_calls = run.analysis.model->imported_calls_from_traced_code();
       }
@@ -1377,17 +1378,17 @@ struct Server::Impl {
       result->problems = std::move(run.analysis.problems);
       // A fix across two cells, or one editing an IPython line, cannot be applied to the cells.
       if (result->notebook) cli::drop_cross_cell_fixes(result->findings, result->notebook->virt.protected_ranges);
-      result->incremental = run.reanalysed.has_value();
+      result->incremental = run.reanalyzed.has_value();
       result->held = run.held;
       result->provisional = run.provisional;
-      result->reparse_time = std::exchange(worker->reparse_time, Clock::duration{});
+      result->reparse_time = std::exchange(tree_state->reparse_time, Clock::duration{});
     } catch (const std::exception& error) {
-      worker->analyzer.reset();
+      tree_state->analyzer.reset();
       result->findings.clear();
       result->problems.clear();
       result->error = error.what();
     }
-    if (!result->provisional && !job.keep->load()) worker->release();
+    if (!result->provisional && !job.keep->load()) tree_state->release();
     result->docs_url = job.config.docs_url;
     for (const Finding& finding : result->findings) {
       result->diagnostics.push_back(
@@ -1412,7 +1413,7 @@ struct Server::Impl {
       auto pause = std::make_shared<asio::steady_timer>(io, kFinishParseAfter);
       pause->async_wait([this, pause, job, complete](const std::error_code& ec) {
         if (ec || job.live->load() != complete->version) return;  // a newer edit has its own
-        asio::post(job.strand, [this, job, complete] { finish_then_analyse(job, complete); });
+        asio::post(job.strand, [this, job, complete] { finish_then_run_analysis(job, complete); });
       });
     }
   }
@@ -1452,13 +1453,13 @@ struct Server::Impl {
 
   // Resumes a halted reparse one budget at a time, so that an edit queued meanwhile goes first (it
   // starts the parse over, and its own analysis follows); analyses once the parse is complete.
-  void finish_then_analyse(const AnalysisJob& job, std::shared_ptr<AnalysisResult> result) {
-    Document* document = job.worker->document.get();
-    if (job.live->load() == result->version && document && !document->finish_parse(job.worker->reparse_budget())) {
-      asio::post(job.strand, [this, job, result] { finish_then_analyse(job, result); });
+  void finish_then_run_analysis(const AnalysisJob& job, std::shared_ptr<AnalysisResult> result) {
+    Document* document = job.tree_state->document.get();
+    if (job.live->load() == result->version && document && !document->finish_parse(job.tree_state->reparse_budget())) {
+      asio::post(job.strand, [this, job, result] { finish_then_run_analysis(job, result); });
       return;
     }
-    analyse(job, result);
+    run_analysis(job, result);
   }
 
   void on_analysis_dropped(const std::string& uri, const AnalysisResult& result) {
@@ -1476,7 +1477,7 @@ struct Server::Impl {
     OpenDocument* document = find_document(uri);
     if (document == nullptr) return;
     if (result->elapsed > Clock::duration::zero()) document->policy.record(result->elapsed);
-    if (result->version != document->version || result->generation != document->epoch) {
+    if (result->version != document->version || result->generation != document->generation) {
       spdlog::debug("dropping stale analysis of {} version {}", uri, result->version);
       on_analysis_dropped(uri, *result);
       return;
@@ -1532,7 +1533,7 @@ struct Server::Impl {
   // current one otherwise; nothing while it is being computed.
   std::shared_ptr<const AnalysisResult> report_result(const OpenDocument& document) const {
     if (settings.run == RunMode::OnSave && document.published &&
-        document.published->generation == document.epoch) {
+        document.published->generation == document.generation) {
       return document.published;
     }
     if (is_current(document)) return document.latest;

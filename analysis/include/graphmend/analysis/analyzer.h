@@ -39,7 +39,7 @@ class IncrementalAnalyzer {
   struct Result {
     Analysis analysis;
     // The part of the document whose findings were computed again; nullopt when all of it was.
-    std::optional<ByteRange> reanalysed;
+    std::optional<ByteRange> reanalyzed;
     // The edits broke the syntax so that tree-sitter's recovery moved definitions (an unclosed bracket
     // swallowing the methods after it): the findings are the last analysis's, moved through the edits,
     // less those in the edited or unparsable part. The next edit that leaves the structure as it was is
