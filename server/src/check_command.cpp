@@ -359,22 +359,20 @@ Outcome check_notebook(const fs::path& path, const std::optional<std::string>& s
   const VirtualText& virt = notebook.virt;
   out.report.cell_starts = virt.cell_starts();
   out.report.cell_numbers = virt.cell_numbers();
-  {
-    Document document(path.string(), virt.text);
-    Analysis analysis = analyze(document, config);
-    out.report.problems = analysis.problems;
-    out.imported_calls = analysis.model->imported_calls_from_traced_code();
-    if (!(o.fix || o.diff) || !analysis.fully_read()) {
-      attach_fixes(document, analysis);
-      drop_cross_cell_fixes(analysis.findings, virt.protected_ranges);
-      out.report.findings = std::move(analysis.findings);
-      out.report.text = virt.text;
-      return out;
-    }
+  Document document(path.string(), virt.text);
+  Analysis analysis = analyze(document, config);
+  out.report.problems = analysis.problems;
+  out.imported_calls = analysis.model->imported_calls_from_traced_code();
+  if (!(o.fix || o.diff) || !analysis.fully_read()) {
+    attach_fixes(document, analysis);
+    drop_cross_cell_fixes(analysis.findings, virt.protected_ranges);
+    out.report.findings = std::move(analysis.findings);
+    out.report.text = virt.text;
+    return out;
   }
   FixOptions options{o.unsafe, 0};
   options.protected_ranges = virt.protected_ranges;
-  FixAllResult fixed = fix_all(path.string(), virt.text, config, options);
+  FixAllResult fixed = fix_all(document, std::move(analysis), config, options);
   VirtualText after = moved_virtual_text(virt, fixed.text, fixed.protected_ranges);
   drop_cross_cell_fixes(fixed.remaining, after.protected_ranges);
   out.report.findings = std::move(fixed.remaining);
@@ -450,26 +448,24 @@ Outcome check_one(const fs::path& path, const std::optional<std::string>& stdin_
       return out;
     }
   }
-  {
-    // A syntax tree takes 20 to 80 times the source: this one is freed before the fix loop parses its own.
-    Document document(path.string(), source.text);
-    Analysis analysis = analyze(document, config);
-    out.report.problems = analysis.problems;
-    out.imported_calls = analysis.model->imported_calls_from_traced_code();
-    // Never fix a file we could not fully read (syntax errors, regions too deep); report what we can.
-    if (!(o.fix || o.diff) || !analysis.fully_read()) {
-      attach_fixes(document, analysis);
-      out.report.findings = std::move(analysis.findings);
-      out.report.text = std::move(source.text);
-      if (!cache_key.empty()) {
-        timing::Scope caching(timing::Phase::Cache);
-        cache->put(path, cache_key, {out.report.findings, out.report.problems, out.imported_calls});
-      }
-      return out;
+  Document document(path.string(), source.text);
+  Analysis analysis = analyze(document, config);
+  out.report.problems = analysis.problems;
+  out.imported_calls = analysis.model->imported_calls_from_traced_code();
+  // Never fix a file we could not fully read (syntax errors, regions too deep); report what we can.
+  if (!(o.fix || o.diff) || !analysis.fully_read()) {
+    attach_fixes(document, analysis);
+    out.report.findings = std::move(analysis.findings);
+    out.report.text = std::move(source.text);
+    if (!cache_key.empty()) {
+      timing::Scope caching(timing::Phase::Cache);
+      cache->put(path, cache_key, {out.report.findings, out.report.problems, out.imported_calls});
     }
+    return out;
   }
-  // The remaining findings come with their fixes: for an unchanged text they are the analysis's own.
-  FixAllResult fixed = fix_all(path.string(), source.text, config, FixOptions{o.unsafe, 0});
+  // The fix loop starts from this analysis. The remaining findings come with their fixes: for an
+  // unchanged text they are the analysis's own.
+  FixAllResult fixed = fix_all(document, std::move(analysis), config, FixOptions{o.unsafe, 0});
   out.report.findings = std::move(fixed.remaining);
   if (!fixed.converged)
     out.warning = path.string() + ": fixes were still being found when the fix loop stopped; run --fix again";

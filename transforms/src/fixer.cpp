@@ -112,13 +112,19 @@ bool touches_protected(const std::vector<TextEdit>& edits, const std::vector<Byt
 
 FixAllResult fix_all(const std::string& path, const std::string& text, const Config& config,
                      const FixOptions& fix_options) {
+  Document document(path, text);
+  Analysis analysis = analyze(document, config);
+  return fix_all(document, std::move(analysis), config, fix_options);
+}
+
+FixAllResult fix_all(Document& document, Analysis analysis, const Config& config, const FixOptions& fix_options) {
   timing::Scope fixing(timing::Phase::Fixes);
   FixOptions options = fix_options;  // protected_ranges move with the text
   FixAllResult result;
+  const std::string path = document.path();
+  const std::string text = document.text();
   result.text = text;
   result.protected_ranges = options.protected_ranges;
-  Document document(path, text);
-  Analysis analysis = analyze(document, config);
   attach_fixes(document, analysis);
   if (!analysis.fully_read()) {
     result.remaining = std::move(analysis.findings);

@@ -48,5 +48,9 @@ struct FixAllResult {
 // Never fixes a file that was not fully read to begin with (syntax errors, regions too deep).
 FixAllResult fix_all(const std::string& path, const std::string& text, const Config& config,
                      const FixOptions& options);
+// The same, starting from `document` already analysed under `config` (`analysis`, fixes not attached yet),
+// so the first pass does not parse and analyse the file again. `analysis` refers to `document`, which the
+// loop then reuses: it ends as the document of the fixed text.
+FixAllResult fix_all(Document& document, Analysis analysis, const Config& config, const FixOptions& fix_options);
 
 }  // namespace graphmend
