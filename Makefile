@@ -57,10 +57,9 @@ $(AUDITWHEEL):
 test-wheel: setup
 	@bash scripts/test-wheel.sh
 
-# Debian ships clang-format versioned (clang-format-14 on Debian 12).
-CLANG_FORMAT ?= $(shell command -v clang-format || ls /usr/bin/clang-format-[0-9]* 2>/dev/null | sort -V | tail -n 1)
+# clang-format 14 (Debian 12's), the version `make test` checks with (scripts/check-format.sh).
 format:
-	find analysis transforms protocol server tests -name '*.cpp' -o -name '*.h' | xargs $(CLANG_FORMAT) -i
+	bash scripts/check-format.sh --fix
 
 clean:
 	rm -rf $(BUILD_DIR)

@@ -11,6 +11,8 @@ TORCH_VERSION=2.13.0
 
 need_pkgs=(libtree-sitter-dev libdtl-dev nlohmann-json3-dev libasio-dev libspdlog-dev doctest-dev libtomlplusplus-dev libcli11-dev libxxhash-dev pkg-config
            neovim clang libclang-rt-dev)
+# The formatter `make test` checks with is pinned to clang-format 14 (Debian 12's); elsewhere the check skips.
+if apt-cache show clang-format-14 >/dev/null 2>&1; then need_pkgs+=(clang-format-14); fi
 missing=()
 for p in "${need_pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

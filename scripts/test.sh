@@ -10,6 +10,9 @@ build="$(cd "${1:-build}" && pwd)"
 export GRAPHMEND_BIN="$build/graphmend"
 export HF_HUB_OFFLINE=1
 
+echo "== format (clang-format 14, .clang-format)"
+bash "$root/scripts/check-format.sh"
+
 echo "== ctest"
 ctest --test-dir "$build" --output-on-failure -j "$(nproc)"
 
