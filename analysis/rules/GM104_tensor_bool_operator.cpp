@@ -32,8 +32,10 @@ void check(RuleContext& ctx, const Visit& v) {
   if (ctx.model.kind_of(operand, v.function) != ValueKind::Tensor) return;
   std::string op = is_type(v.node, "not_operator") ? "not" : ctx.text(field(v.node, "operator"));
   ctx.report(kInfo, node_range(v.node),
-             "`" + op + "` on a tensor calls bool() on its value: Dynamo breaks the graph here (Data-dependent "
-             "branching). Use torch.logical_" + (op == "not" ? std::string("not") : op) + " instead.",
+             "`" + op +
+                 "` on a tensor calls bool() on its value: Dynamo breaks the graph here (Data-dependent "
+                 "branching). Use torch.logical_" +
+                 (op == "not" ? std::string("not") : op) + " instead.",
              v);
 }
 

@@ -29,8 +29,8 @@ const RuleInfo kInfo{
         "under torch.compile the message is not emitted.",
 };
 
-constexpr std::array<std::string_view, 9> kMethods{"debug", "info",      "warning", "warn", "error",
-                                                  "exception", "critical", "fatal",   "log"};
+constexpr std::array<std::string_view, 9> kMethods{"debug",     "info",     "warning", "warn", "error",
+                                                   "exception", "critical", "fatal",   "log"};
 
 void check(RuleContext& ctx, const Visit& v) {
   TSNode callee = unparenthesize(field(v.node, "function"));
@@ -40,8 +40,9 @@ void check(RuleContext& ctx, const Visit& v) {
   if (!is_logger_expression(ctx, field(callee, "object"))) return;
   if (ctx.model.is_deferred(ctx.text(callee))) return;  // registered as reorderable: runs after the graph
   ctx.report(kInfo, node_range(v.node),
-             "`" + ctx.text(callee) + "` is a logging side effect Dynamo does not trace: it breaks the graph here "
-             "(logging.Logger method not supported).",
+             "`" + ctx.text(callee) +
+                 "` is a logging side effect Dynamo does not trace: it breaks the graph here "
+                 "(logging.Logger method not supported).",
              v);
 }
 

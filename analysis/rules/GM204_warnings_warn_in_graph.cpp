@@ -28,7 +28,8 @@ void check(RuleContext& ctx, const Visit& v) {
   std::string q = callee_qualified(ctx, v.node);
   if (q != "warnings.warn" && q != "warnings.warn_explicit") return;
   // Registered as reorderable: Dynamo runs it after the graph.
-  if (q == "warnings.warn" && (ctx.model.is_deferred("warnings.warn") || ctx.model.is_deferred(ctx.text(field(v.node, "function")))))
+  if (q == "warnings.warn" &&
+      (ctx.model.is_deferred("warnings.warn") || ctx.model.is_deferred(ctx.text(field(v.node, "function")))))
     return;
   ctx.report(kInfo, node_range(v.node),
              "`warnings.warn` is a side effect Dynamo does not trace: it breaks the graph here.", v);

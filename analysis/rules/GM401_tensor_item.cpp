@@ -31,8 +31,8 @@ const RuleInfo kInfo{
 void check(RuleContext& ctx, const Visit& v) {
   if (argument_count(v.node) != 0) return;
   bool numpy_receiver = false;
-  if (TSNode callee = unparenthesize(field(v.node, "function")); is_type(callee, "attribute") &&
-                                                                  ctx.text(field(callee, "attribute")) == "item") {
+  if (TSNode callee = unparenthesize(field(v.node, "function"));
+      is_type(callee, "attribute") && ctx.text(field(callee, "attribute")) == "item") {
     // NumPy values inside compiled code are traced as tensors: `np.random.rand(1).item()` breaks too.
     TSNode object = unparenthesize(field(callee, "object"));
     if (is_type(object, "call")) numpy_receiver = callee_qualified(ctx, object).starts_with("numpy.");

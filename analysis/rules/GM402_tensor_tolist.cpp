@@ -21,8 +21,7 @@ const RuleInfo kInfo{
 
 void check(RuleContext& ctx, const Visit& v) {
   if (tensor_method(ctx, v.node, v.function) != "tolist") return;
-  ctx.report(kInfo, node_range(v.node),
-             "`.tolist()` reads tensor data into Python: Dynamo breaks the graph here.", v);
+  ctx.report(kInfo, node_range(v.node), "`.tolist()` reads tensor data into Python: Dynamo breaks the graph here.", v);
 }
 
 }  // namespace

@@ -94,8 +94,7 @@ bool break_between(RuleContext& ctx, const FunctionInfo& fn, uint32_t from, uint
 
 // `arithmetic`: `expr` is an operand of arithmetic, which breaks on a frame input too (`size - n`), so a
 // parameter that every caller passes a tensor counts there (longformer's `narrow(-1, n, size - n)`).
-bool data_derived(RuleContext& ctx, TSNode expr, const FunctionInfo& fn, int depth = 0,
-                  bool arithmetic = false) {
+bool data_derived(RuleContext& ctx, TSNode expr, const FunctionInfo& fn, int depth = 0, bool arithmetic = false) {
   expr = unparenthesize(expr);
   if (ts_node_is_null(expr) || depth > 6) return false;
   const auto type = type_of(expr);

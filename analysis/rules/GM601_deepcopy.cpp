@@ -9,7 +9,9 @@ const RuleInfo kInfo{
     .name = "deepcopy",
     .family = "unsupported Python",
     .summary = "`copy.deepcopy` inside compiled code",
-    .explanation = "Dynamo does not trace `copy.deepcopy` of tensors and modules: it breaks the graph (deep copies of plain Python data are fine).",
+    .explanation =
+        "Dynamo does not trace `copy.deepcopy` of tensors and modules: it breaks the graph (deep copies of plain "
+        "Python data are fine).",
     .registry_id = "GB4198",
     .fix_summary = "No automatic fix: use `tensor.clone()` for tensors, or copy outside the compiled region.",
     .example_bad = "state = copy.deepcopy(x)",

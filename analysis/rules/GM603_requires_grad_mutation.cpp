@@ -25,8 +25,7 @@ void check(RuleContext& ctx, const Visit& v) {
     if (!is_type(left, "attribute") || ctx.text(field(left, "attribute")) != "requires_grad") return;
     if (ctx.model.kind_of(field(left, "object"), v.function) != ValueKind::Tensor) return;
     ctx.report(kInfo, node_range(v.node),
-               "Assigning `requires_grad` on a traced tensor is not supported by Dynamo: it breaks the graph here.",
-               v);
+               "Assigning `requires_grad` on a traced tensor is not supported by Dynamo: it breaks the graph here.", v);
     return;
   }
   if (tensor_method(ctx, v.node, v.function) != "requires_grad_") return;

@@ -23,8 +23,7 @@ void check(RuleContext& ctx, const Visit& v) {
   std::string q = callee_qualified(ctx, v.node);
   if (q != "torch.nn.Parameter" && q != "torch.nn.parameter.Parameter") return;
   ctx.report(kInfo, node_range(v.node),
-             "Constructing nn.Parameter inside compiled code is not supported by Dynamo: it breaks the graph here.",
-             v);
+             "Constructing nn.Parameter inside compiled code is not supported by Dynamo: it breaks the graph here.", v);
 }
 
 }  // namespace

@@ -23,8 +23,9 @@ void check(RuleContext& ctx, const Visit& v) {
   const FunctionInfo* callee = ctx.model.resolve_callee(v.node, v.function);
   if (!callee || !ctx.model.is_dynamo_disabled(*callee)) return;
   ctx.report(kInfo, node_range(v.node),
-             "`" + callee->name + "` is marked with torch.compiler.disable: Dynamo skips it and breaks the graph "
-             "here (Skip calling torch.compiler.disable()d function).",
+             "`" + callee->name +
+                 "` is marked with torch.compiler.disable: Dynamo skips it and breaks the graph "
+                 "here (Skip calling torch.compiler.disable()d function).",
              v);
 }
 

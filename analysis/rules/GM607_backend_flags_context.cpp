@@ -33,8 +33,9 @@ void check(RuleContext& ctx, const Visit& v) {
     std::string q = callee_qualified(ctx, value);
     if (!q.starts_with("torch.backends.")) continue;
     ctx.report(kInfo, node_range(value),
-               "`" + q + "` returns a Python context manager, not a tensor: Dynamo breaks the graph here (torch.* op "
-               "returned non-Tensor).",
+               "`" + q +
+                   "` returns a Python context manager, not a tensor: Dynamo breaks the graph here (torch.* op "
+                   "returned non-Tensor).",
                v);
   }
 }

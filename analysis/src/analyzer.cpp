@@ -36,8 +36,7 @@ class TracedWalker {
   void walk(TSNode node, TSNode loop) {
     auto t = type_of(node);
     visit(node, loop);
-    if (t == "function_definition" || t == "lambda" || t == "class_definition" || t == "decorated_definition")
-      return;
+    if (t == "function_definition" || t == "lambda" || t == "class_definition" || t == "decorated_definition") return;
     path_.push_back(node);
     walk_children(node, t, loop);
     path_.pop_back();
@@ -86,7 +85,6 @@ class TracedWalker {
   }
 
  private:
-
   // Out of line: its locals would otherwise sit in every frame of the recursion.
   [[gnu::noinline]] void visit(TSNode node, TSNode loop) {
     auto it = dispatch().find(type_of(node));
@@ -315,9 +313,8 @@ std::optional<IncrementalAnalyzer::Result> IncrementalAnalyzer::hold(const Docum
   if (++held_ > kMaxHeld || !document.has_syntax_errors()) return std::nullopt;
   const ByteRange region = changes.region;
   std::vector<ByteRange> errors = document.error_ranges();
-  const bool broken_here = std::any_of(errors.begin(), errors.end(), [&](const ByteRange& e) {
-    return e.start <= region.end && region.start <= e.end;
-  });
+  const bool broken_here = std::any_of(
+      errors.begin(), errors.end(), [&](const ByteRange& e) { return e.start <= region.end && region.start <= e.end; });
   if (!broken_here) return std::nullopt;
   // The syntax errors are the document's; the regions left out are the model's, which is behind.
   std::vector<Problem> problems = document.syntax_errors();

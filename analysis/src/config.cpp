@@ -1,11 +1,12 @@
 #include "graphmend/analysis/config.h"
-#include "graphmend/analysis/text.h"
+
+#include <toml++/toml.h>
 
 #include <algorithm>
 #include <array>
-#include <toml++/toml.h>
 
 #include "graphmend/analysis/glob.h"
+#include "graphmend/analysis/text.h"
 
 namespace graphmend {
 namespace {
@@ -44,9 +45,8 @@ constexpr std::array<ConfigKey, 11> kConfigKeys{{
 }};
 
 bool has_prefix(std::string_view code, const std::vector<std::string>& prefixes) {
-  return std::any_of(prefixes.begin(), prefixes.end(), [&](const std::string& p) {
-    return p == "ALL" || code.starts_with(p);
-  });
+  return std::any_of(prefixes.begin(), prefixes.end(),
+                     [&](const std::string& p) { return p == "ALL" || code.starts_with(p); });
 }
 
 std::string where(const std::filesystem::path& file, const toml::source_region& src) {

@@ -132,10 +132,10 @@ bool Document::apply_edit(ByteRange range, std::string_view new_text, std::chron
   const bool done = parse(budget);
   if (base_) {
     ts_tree_edit(base_, &edit);
-    edits_since_base_ = combine(edits_since_base_, {false,
-                                                    {edit.start_byte, edit.new_end_byte},
-                                                    static_cast<int64_t>(edit.new_end_byte) -
-                                                        static_cast<int64_t>(edit.old_end_byte)});
+    edits_since_base_ =
+        combine(edits_since_base_, {false,
+                                    {edit.start_byte, edit.new_end_byte},
+                                    static_cast<int64_t>(edit.new_end_byte) - static_cast<int64_t>(edit.old_end_byte)});
   }
   return done;
 }
@@ -165,9 +165,7 @@ bool Document::parse(std::chrono::microseconds budget) {
   return fresh != nullptr;
 }
 
-bool Document::finish_parse(std::chrono::microseconds budget) {
-  return !parse_pending_ || parse(budget);
-}
+bool Document::finish_parse(std::chrono::microseconds budget) { return !parse_pending_ || parse(budget); }
 
 std::optional<Document::Changes> Document::changes_since_base() const {
   if (!base_) return std::nullopt;

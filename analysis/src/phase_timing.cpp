@@ -29,14 +29,22 @@ void charge(Phase phase, uint64_t now) {
 
 std::string_view name(Phase phase) {
   switch (phase) {
-    case Phase::Read: return "read";
-    case Phase::Parse: return "parse";
-    case Phase::Semantic: return "semantic";
-    case Phase::Rules: return "rules";
-    case Phase::Fixes: return "fixes";
-    case Phase::Cache: return "cache";
-    case Phase::Output: return "output";
-    case Phase::kCount: break;
+    case Phase::Read:
+      return "read";
+    case Phase::Parse:
+      return "parse";
+    case Phase::Semantic:
+      return "semantic";
+    case Phase::Rules:
+      return "rules";
+    case Phase::Fixes:
+      return "fixes";
+    case Phase::Cache:
+      return "cache";
+    case Phase::Output:
+      return "output";
+    case Phase::kCount:
+      break;
   }
   return "?";
 }

@@ -46,8 +46,10 @@ const RuleInfo* find_rule(std::string_view code) {
 
 std::string_view to_string(Applicability applicability) {
   switch (applicability) {
-    case Applicability::Safe: return "safe";
-    case Applicability::Unsafe: return "unsafe";
+    case Applicability::Safe:
+      return "safe";
+    case Applicability::Unsafe:
+      return "unsafe";
   }
   return "safe";
 }

@@ -52,7 +52,6 @@ std::optional<fs::path> resolve_docs_dir() {
   return std::nullopt;
 }
 
-
 std::string page_url(const fs::path& docs, const RuleInfo& rule) {
   const fs::path page = docs / "rules" / (std::string(rule.code) + ".md");
   std::error_code ec;

@@ -15,15 +15,18 @@ void RuleContext::report(const RuleInfo& rule, ByteRange range, std::string mess
   if (!top->entry_description.empty())
     f.related.push_back({top->entry_range, "traced by torch.compile as part of " + top->entry_description});
   if (model.calls_export() && rule.export_fails)
-    f.message += " torch.export.export, called in this file, fails here with an error (it cannot guard on "
-                 "data-dependent values) instead of breaking the graph.";
+    f.message +=
+        " torch.export.export, called in this file, fails here with an error (it cannot guard on "
+        "data-dependent values) instead of breaking the graph.";
   if (top->assumed_entry)
-    f.message += " (No torch.compile entry reaches this code in the checked files: this applies if it is compiled "
-                 "elsewhere, as a function of tensors may be.)";
+    f.message +=
+        " (No torch.compile entry reaches this code in the checked files: this applies if it is compiled "
+        "elsewhere, as a function of tensors may be.)";
   if (!ts_node_is_null(visit.loop)) {
     f.in_loop = true;
-    f.message += " It sits inside a loop: Dynamo then gives up on the whole frame and runs it eagerly "
-                 "(graph break in loop, GB7000).";
+    f.message +=
+        " It sits inside a loop: Dynamo then gives up on the whole frame and runs it eagerly "
+        "(graph break in loop, GB7000).";
     ByteRange head = node_range(visit.loop);
     head.end = std::min(head.end, ts_node_start_byte(field(visit.loop, "body")));
     f.related.push_back({head, "this loop makes Dynamo skip the whole frame on a graph break"});
@@ -72,7 +75,8 @@ bool in_condition(const Visit& visit) {
       return ts_node_eq(field(p, "condition"), child);
     if (t == "conditional_expression")
       return ts_node_named_child_count(p) >= 2 && ts_node_eq(ts_node_named_child(p, 1), child);
-    if (t == "assert_statement") return ts_node_named_child_count(p) >= 1 && ts_node_eq(ts_node_named_child(p, 0), child);
+    if (t == "assert_statement")
+      return ts_node_named_child_count(p) >= 1 && ts_node_eq(ts_node_named_child(p, 0), child);
     return false;
   }
   return false;
@@ -110,8 +114,8 @@ bool is_bool_tensor(const RuleContext& ctx, TSNode expr, const FunctionInfo& fn,
   }
   if (t == "call") {
     static constexpr std::array<std::string_view, 16> kBoolOps{
-        "bool", "isnan", "isinf", "isfinite", "isneginf", "isposinf", "logical_and", "logical_or",
-        "logical_not", "logical_xor", "eq", "ne", "gt", "lt", "ge", "le"};
+        "bool",        "isnan",       "isinf", "isfinite", "isneginf", "isposinf", "logical_and", "logical_or",
+        "logical_not", "logical_xor", "eq",    "ne",       "gt",       "lt",       "ge",          "le"};
     std::string method = tensor_method(ctx, expr, fn);
     if (!method.empty()) return std::find(kBoolOps.begin(), kBoolOps.end(), method) != kBoolOps.end();
     std::string q = callee_qualified(ctx, expr);
@@ -129,8 +133,8 @@ bool is_bool_tensor(const RuleContext& ctx, TSNode expr, const FunctionInfo& fn,
     bool param = std::find(fn.params.begin(), fn.params.end(), name) != fn.params.end();
     if (param && ctx.model.kind_of(expr, fn) == ValueKind::Tensor &&
         (name == "mask" || name.ends_with("_mask") || name.starts_with("is_") || name.starts_with("has_")) &&
-        name != "attention_mask" && !name.ends_with("_idx") && !name.ends_with("_index") && !name.ends_with("_indices") &&
-        !name.ends_with("_nonzero"))
+        name != "attention_mask" && !name.ends_with("_idx") && !name.ends_with("_index") &&
+        !name.ends_with("_indices") && !name.ends_with("_nonzero"))
       return true;
     auto it = fn.assignments.find(name);
     if (it == fn.assignments.end() || it->second.empty()) return false;
@@ -154,9 +158,9 @@ TSNode breaking_operand(const RuleContext& ctx, TSNode condition, const Function
     if (TSNode hit = breaking_operand(ctx, left, fn); !ts_node_is_null(hit)) return hit;
     ValueKind left_kind = ctx.model.kind_of(left, fn);
     if (left_kind != ValueKind::Static && left_kind != ValueKind::None) return TSNode{};
-    // The right operand runs only for some values of the left one. A static test that Dynamo decides (a flag, `is not None`, a shape, a dtype or device test) lets the
-    // tensor test run for some values: the break is real on those paths (the fp16 clamp breaks every fp16
-    // run), so only a test known to be constant hides it.
+    // The right operand runs only for some values of the left one. A static test that Dynamo decides (a flag, `is not
+    // None`, a shape, a dtype or device test) lets the tensor test run for some values: the break is real on those
+    // paths (the fp16 clamp breaks every fp16 run), so only a test known to be constant hides it.
     auto truth = ctx.model.static_truth(left, &fn);  // the whole operand, `not` included
     std::string op = ctx.text(field(condition, "operator"));
     if (truth && ((op == "and" && !*truth) || (op == "or" && *truth))) return TSNode{};

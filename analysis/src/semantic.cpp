@@ -101,12 +101,18 @@ std::vector<TSNode> named_children(TSNode node) {
 
 std::string_view to_string(ValueKind kind) {
   switch (kind) {
-    case ValueKind::Unknown: return "unknown";
-    case ValueKind::Tensor: return "tensor";
-    case ValueKind::DataScalar: return "data-dependent Python value";
-    case ValueKind::Static: return "static";
-    case ValueKind::None: return "None";
-    case ValueKind::Module: return "module";
+    case ValueKind::Unknown:
+      return "unknown";
+    case ValueKind::Tensor:
+      return "tensor";
+    case ValueKind::DataScalar:
+      return "data-dependent Python value";
+    case ValueKind::Static:
+      return "static";
+    case ValueKind::None:
+      return "None";
+    case ValueKind::Module:
+      return "module";
   }
   return "unknown";
 }
@@ -120,32 +126,48 @@ bool one_of(std::string_view s, const std::array<std::string_view, N>& set) {
 
 // Tensor attributes that are metadata Dynamo knows at trace time.
 constexpr std::array<std::string_view, 16> kMetadataAttributes{
-    "shape", "dtype", "device", "ndim", "is_cuda", "requires_grad", "is_sparse", "layout",
-    "is_leaf", "is_meta", "is_quantized", "names", "is_nested", "is_mps", "is_cpu", "itemsize"};
+    "shape",   "dtype",   "device",       "ndim",  "is_cuda",   "requires_grad", "is_sparse", "layout",
+    "is_leaf", "is_meta", "is_quantized", "names", "is_nested", "is_mps",        "is_cpu",    "itemsize"};
 // Tensor methods that return metadata, not tensor data.
 constexpr std::array<std::string_view, 16> kMetadataMethods{
-    "size", "dim", "numel", "element_size", "stride", "is_contiguous", "is_floating_point", "is_complex",
-    "data_ptr", "get_device", "storage_offset", "nelement", "ndimension", "type", "is_signed", "has_names"};
+    "size",       "dim",      "numel",      "element_size",   "stride",   "is_contiguous", "is_floating_point",
+    "is_complex", "data_ptr", "get_device", "storage_offset", "nelement", "ndimension",    "type",
+    "is_signed",  "has_names"};
 // Tensor methods that move data to Python (rules GM4xx) or to NumPy.
 constexpr std::array<std::string_view, 2> kDataMethods{"item", "tolist"};
 // torch.* callables that return Python values known at trace time.
-constexpr std::array<std::string_view, 24> kStaticTorchFunctions{
-    "torch.is_tensor", "torch.is_floating_point", "torch.is_complex", "torch.numel",
-    "torch.is_grad_enabled", "torch.get_default_dtype", "torch.is_autocast_enabled", "torch.finfo",
-    "torch.iinfo", "torch.device", "torch.Size", "torch.compiler.is_compiling",
-    "torch.jit.is_scripting", "torch.jit.is_tracing", "torch.cuda.is_available", "torch._dynamo.is_compiling",
-    "torch.is_inference_mode_enabled", "torch.cuda.device_count", "torch.get_autocast_dtype",
-    "torch.are_deterministic_algorithms_enabled", "torch.compiler.is_dynamo_compiling", "torch.dtype",
-    "torch.promote_types", "torch.result_type"};
+constexpr std::array<std::string_view, 24> kStaticTorchFunctions{"torch.is_tensor",
+                                                                 "torch.is_floating_point",
+                                                                 "torch.is_complex",
+                                                                 "torch.numel",
+                                                                 "torch.is_grad_enabled",
+                                                                 "torch.get_default_dtype",
+                                                                 "torch.is_autocast_enabled",
+                                                                 "torch.finfo",
+                                                                 "torch.iinfo",
+                                                                 "torch.device",
+                                                                 "torch.Size",
+                                                                 "torch.compiler.is_compiling",
+                                                                 "torch.jit.is_scripting",
+                                                                 "torch.jit.is_tracing",
+                                                                 "torch.cuda.is_available",
+                                                                 "torch._dynamo.is_compiling",
+                                                                 "torch.is_inference_mode_enabled",
+                                                                 "torch.cuda.device_count",
+                                                                 "torch.get_autocast_dtype",
+                                                                 "torch.are_deterministic_algorithms_enabled",
+                                                                 "torch.compiler.is_dynamo_compiling",
+                                                                 "torch.dtype",
+                                                                 "torch.promote_types",
+                                                                 "torch.result_type"};
 // torch.* callables that return a Python bool computed from tensor data.
 constexpr std::array<std::string_view, 2> kDataTorchFunctions{"torch.equal", "torch.allclose"};
 // Calls that Dynamo treats as constant True while tracing.
 constexpr std::array<std::string_view, 3> kCompilingChecks{"is_compiling", "is_torchdynamo_compiling",
-                                                          "is_dynamo_compiling"};
+                                                           "is_dynamo_compiling"};
 // Annotation spellings of tensors.
-constexpr std::array<std::string_view, 8> kTensorAnnotations{"Tensor",       "FloatTensor", "LongTensor",
-                                                            "BoolTensor",   "IntTensor",   "HalfTensor",
-                                                            "DoubleTensor", "ByteTensor"};
+constexpr std::array<std::string_view, 8> kTensorAnnotations{"Tensor",    "FloatTensor", "LongTensor",   "BoolTensor",
+                                                             "IntTensor", "HalfTensor",  "DoubleTensor", "ByteTensor"};
 constexpr std::array<std::string_view, 6> kStaticAnnotations{"bool", "int", "float", "str", "Size", "dtype"};
 
 std::string text_of(const Document& doc, TSNode node) { return std::string(doc.node_text(node)); }
@@ -167,8 +189,8 @@ bool indexes_in_several_dimensions(TSNode subscript) {
 // Parameter names that read as switches (`output_hidden_states`, `use_cache`, `return_dict`): Python
 // values, whatever their default.
 bool looks_like_flag(std::string_view name) {
-  for (std::string_view prefix : {"output_", "use_", "return_", "is_", "has_", "do_", "should_", "enable_",
-                                  "disable_", "with_", "apply_", "interpolate_", "skip_", "need_", "keep_"}) {
+  for (std::string_view prefix : {"output_", "use_", "return_", "is_", "has_", "do_", "should_", "enable_", "disable_",
+                                  "with_", "apply_", "interpolate_", "skip_", "need_", "keep_"}) {
     if (name.starts_with(prefix)) return true;
   }
   return name.ends_with("_flag") || name == "training" || name == "verbose" || name == "debug" || name == "causal";
@@ -189,13 +211,14 @@ ValueKind merge(ValueKind a, ValueKind b) {
 ValueKind annotation_kind(std::string_view annotation) {
   std::string_view core = annotation;
   for (std::string_view wrapper : {"Optional[", "typing.Optional["}) {
-    if (core.starts_with(wrapper) && core.ends_with("]")) core = core.substr(wrapper.size(), core.size() - wrapper.size() - 1);
+    if (core.starts_with(wrapper) && core.ends_with("]"))
+      core = core.substr(wrapper.size(), core.size() - wrapper.size() - 1);
   }
   if (auto bar = core.find('|'); bar != std::string_view::npos) core = core.substr(0, bar);
   while (!core.empty() && core.back() == ' ') core.remove_suffix(1);
   // A container of tensors (`Tuple[Tuple[torch.FloatTensor]]`, a legacy cache) is not a tensor.
-  for (std::string_view container : {"Tuple[", "tuple[", "List[", "list[", "Dict[", "dict[", "Sequence[",
-                                     "Iterable[", "typing.Tuple[", "typing.List[", "typing.Dict["}) {
+  for (std::string_view container : {"Tuple[", "tuple[", "List[", "list[", "Dict[", "dict[", "Sequence[", "Iterable[",
+                                     "typing.Tuple[", "typing.List[", "typing.Dict["}) {
     if (core.starts_with(container)) {
       if (core.starts_with("tuple[int") || core.starts_with("list[int") || core.starts_with("Tuple[int") ||
           core.starts_with("List[int"))
@@ -221,11 +244,10 @@ void for_each_named_child(TSNode node, const std::function<void(TSNode)>& fn) {
 // Statements that cannot hold a definition (a `def` or `class` is a statement of its own, never part
 // of an expression): collect_definitions need not look inside them.
 bool is_simple_statement(std::string_view t) {
-  return t == "expression_statement" || t == "return_statement" || t == "pass_statement" ||
-         t == "break_statement" || t == "continue_statement" || t == "raise_statement" || t == "assert_statement" ||
-         t == "delete_statement" || t == "import_statement" || t == "import_from_statement" ||
-         t == "future_import_statement" || t == "global_statement" || t == "nonlocal_statement" ||
-         t == "type_alias_statement" || t == "comment";
+  return t == "expression_statement" || t == "return_statement" || t == "pass_statement" || t == "break_statement" ||
+         t == "continue_statement" || t == "raise_statement" || t == "assert_statement" || t == "delete_statement" ||
+         t == "import_statement" || t == "import_from_statement" || t == "future_import_statement" ||
+         t == "global_statement" || t == "nonlocal_statement" || t == "type_alias_statement" || t == "comment";
 }
 
 template <class F>
@@ -235,7 +257,8 @@ void for_each_body_node(const FunctionInfo& fn, F&& visit) {
 
 }  // namespace
 
-SemanticModel::SemanticModel(const Document& document, Scope scope, const std::vector<std::string>& traced_from_workspace)
+SemanticModel::SemanticModel(const Document& document, Scope scope,
+                             const std::vector<std::string>& traced_from_workspace)
     : document_(document) {
   timing::Scope building(timing::Phase::Semantic);
   scope_ = scope;
@@ -468,7 +491,8 @@ void SemanticModel::collect_definitions(TSNode node, ClassInfo* owner, FunctionI
       fn->name = text_of(document_, field(def, "name"));
       fn->owner = parent ? nullptr : owner;
       fn->parent = parent;
-      fn->qualified_name = (fn->owner ? fn->owner->name + "." : (parent ? parent->qualified_name + "." : "")) + fn->name;
+      fn->qualified_name =
+          (fn->owner ? fn->owner->name + "." : (parent ? parent->qualified_name + "." : "")) + fn->name;
       FunctionInfo* raw = fn.get();
       // `@name.setter` / `@name.deleter` define the same name again; reading `self.name` runs the getter.
       bool accessor = false;
@@ -552,9 +576,12 @@ void SemanticModel::collect_module_constants(TSNode root) {
       std::string callee = text_of(document_, field(right, "function"));
       if (callee.ends_with("getLogger") || callee.ends_with("get_logger")) module_loggers_.insert(name);
     }
-    if (rt == "true") module_constants_[name] = true;
-    else if (rt == "false" || rt == "none") module_constants_[name] = false;
-    else if (rt == "integer") module_constants_[name] = text_of(document_, right) != "0";
+    if (rt == "true")
+      module_constants_[name] = true;
+    else if (rt == "false" || rt == "none")
+      module_constants_[name] = false;
+    else if (rt == "integer")
+      module_constants_[name] = text_of(document_, right) != "0";
     if (rt == "true" || rt == "false" || rt == "none" || rt == "integer" || rt == "float" || rt == "string")
       module_globals_[name] = rt == "none" ? ValueKind::None : ValueKind::Static;
   }
@@ -619,7 +646,7 @@ void SemanticModel::collect_compile_call_targets() {
     for (TSNode a : named_children(field(call, "arguments"))) {
       if (is_type(a, "comment")) continue;
       return is_type(a, "keyword_argument") || is_type(a, "list_splat") || is_type(a, "dictionary_splat") ? TSNode{}
-                                                                                                            : a;
+                                                                                                          : a;
     }
     return TSNode{};
   };
@@ -670,7 +697,8 @@ void SemanticModel::collect_compile_call_targets() {
       if (is_type(callee, "identifier") && compile_aliases_.count(text_of(document_, callee))) {
         TSNode fn = first_positional(node);
         if (!ts_node_is_null(fn))
-          mark_compile_target(node, fn, "compiled by `" + text_of(document_, callee) + "` (functools.partial(torch.compile, ...))");
+          mark_compile_target(
+              node, fn, "compiled by `" + text_of(document_, callee) + "` (functools.partial(torch.compile, ...))");
       }
     }
     return is_type(node, "string") || is_type(node, "comment") ? Walk::Skip : Walk::Descend;
@@ -686,8 +714,8 @@ SemanticModel::ResolvedCalls SemanticModel::resolved_calls(const FunctionInfo& c
   return out;
 }
 
-std::vector<std::pair<uint32_t, std::vector<ValueKind>>> SemanticModel::outgoing_calls(const FunctionInfo& caller,
-                                                                                     const ResolvedCalls& calls) const {
+std::vector<std::pair<uint32_t, std::vector<ValueKind>>> SemanticModel::outgoing_calls(
+    const FunctionInfo& caller, const ResolvedCalls& calls) const {
   std::vector<std::pair<uint32_t, std::vector<ValueKind>>> out;
   for (const auto& [node, callee_index] : calls) {
     const FunctionInfo* callee = functions_[callee_index].get();
@@ -783,8 +811,10 @@ void SemanticModel::index_definitions() {
   // as a scan in source order would find it).
   for (auto& c : classes_) class_by_name_.emplace(c->name, c.get());
   for (auto& f : functions_) {
-    if (f->parent) nested_[f->parent].push_back(f.get());
-    else if (!f->owner) top_level_by_name_.emplace(f->name, f.get());
+    if (f->parent)
+      nested_[f->parent].push_back(f.get());
+    else if (!f->owner)
+      top_level_by_name_.emplace(f->name, f.get());
   }
 }
 
@@ -795,9 +825,9 @@ void SemanticModel::infer_class_attributes() {
       for (auto& base : cls->bases) {
         std::string_view last = base;
         if (auto dot = last.rfind('.'); dot != std::string_view::npos) last = last.substr(dot + 1);
-        if (base == "torch.nn.Module" || base == "torch.nn.modules.module.Module" || last.ends_with("PreTrainedModel") ||
-            last.ends_with("Module") || last.ends_with("Layer") || last == "Sequential" || last == "ModuleDict" ||
-            last == "ModuleList") {
+        if (base == "torch.nn.Module" || base == "torch.nn.modules.module.Module" ||
+            last.ends_with("PreTrainedModel") || last.ends_with("Module") || last.ends_with("Layer") ||
+            last == "Sequential" || last == "ModuleDict" || last == "ModuleList") {
           cls->is_module = true;
         }
         if (auto* b = find_class(base); b && b->is_module) cls->is_module = true;
@@ -822,9 +852,12 @@ std::vector<AttributeEffect> SemanticModel::attribute_effects(const FunctionInfo
       AttributeEffect effect;
       effect.name = text_of(document_, field(left, "attribute"));
       auto rt = type_of(right);
-      if (rt == "true") effect.truth = true;
-      else if (rt == "false" || rt == "none") effect.truth = false;
-      else if (rt == "integer" || rt == "float") effect.truth = text_of(document_, right) != "0" && text_of(document_, right) != "0.0";
+      if (rt == "true")
+        effect.truth = true;
+      else if (rt == "false" || rt == "none")
+        effect.truth = false;
+      else if (rt == "integer" || rt == "float")
+        effect.truth = text_of(document_, right) != "0" && text_of(document_, right) != "0.0";
       if (is_type(right, "call")) {
         TSNode callee = field(right, "function");
         auto q = qualified_name(callee);
@@ -997,8 +1030,7 @@ void SemanticModel::infer_locals(FunctionInfo& fn) {
       std::string name = text_of(document_, target);
       auto it = fn.locals.find(name);
       fn.locals[name] = it == fn.locals.end() ? kind : merge(it->second, kind);
-    } else if (is_type(target, "pattern_list") || is_type(target, "tuple_pattern") ||
-               is_type(target, "list_pattern")) {
+    } else if (is_type(target, "pattern_list") || is_type(target, "tuple_pattern") || is_type(target, "list_pattern")) {
       // Unpacking a tensor (chunk, split, module outputs, the rows of a tensor) gives tensors, nested
       // patterns included (`for h, w in shapes`); unpacking shapes gives ints.
       ValueKind each = (kind == ValueKind::Tensor || kind == ValueKind::Static) ? kind : ValueKind::Unknown;
@@ -1026,7 +1058,8 @@ void SemanticModel::infer_locals(FunctionInfo& fn) {
         kind = kind_of(right, fn);
       }
       TSNode left = unparenthesize(field(node, "left"));
-      if (is_type(left, "identifier") && !ts_node_is_null(right)) fn.assignments[text_of(document_, left)].push_back(right);
+      if (is_type(left, "identifier") && !ts_node_is_null(right))
+        fn.assignments[text_of(document_, left)].push_back(right);
       // `max_n, indices = self._global_indices(mask)`: each name takes its element of the callee's tuple.
       if ((is_type(left, "pattern_list") || is_type(left, "tuple_pattern")) && !ts_node_is_null(right) &&
           is_type(unparenthesize(right), "call")) {
@@ -1036,7 +1069,8 @@ void SemanticModel::infer_locals(FunctionInfo& fn) {
           if (!is_type(target, "comment")) targets.push_back(target);
         }
         if (callee && !callee->return_elements.empty() && callee->return_elements.size() == targets.size() &&
-            std::none_of(targets.begin(), targets.end(), [](TSNode target) { return is_type(target, "list_splat_pattern"); })) {
+            std::none_of(targets.begin(), targets.end(),
+                         [](TSNode target) { return is_type(target, "list_splat_pattern"); })) {
           for (size_t i = 0; i < targets.size(); ++i) assign(targets[i], callee->return_elements[i]);
           return;
         }
@@ -1057,13 +1091,16 @@ void SemanticModel::infer_locals(FunctionInfo& fn) {
         TSNode iterated = ts_node_named_child(field(right, "arguments"), 0);
         const ValueKind rows = kind_of(iterated, fn);
         assign(ts_node_named_child(left, 0), ValueKind::Static);
-        assign(ts_node_named_child(left, 1), rows == ValueKind::Tensor || rows == ValueKind::Module ? rows
-                                                                                                   : ValueKind::Unknown);
+        assign(ts_node_named_child(left, 1),
+               rows == ValueKind::Tensor || rows == ValueKind::Module ? rows : ValueKind::Unknown);
         return;
       }
-      if (is_type(right, "call") && text_of(document_, field(right, "function")) == "range") kind = ValueKind::Static;
-      else if (kind_of(right, fn) == ValueKind::Module) kind = ValueKind::Module;
-      else if (kind_of(right, fn) == ValueKind::Tensor) kind = ValueKind::Tensor;
+      if (is_type(right, "call") && text_of(document_, field(right, "function")) == "range")
+        kind = ValueKind::Static;
+      else if (kind_of(right, fn) == ValueKind::Module)
+        kind = ValueKind::Module;
+      else if (kind_of(right, fn) == ValueKind::Tensor)
+        kind = ValueKind::Tensor;
       assign(left, kind);
     } else if (t == "return_statement") {
       if (ts_node_named_child_count(node) == 0) {
@@ -1082,7 +1119,8 @@ void SemanticModel::infer_locals(FunctionInfo& fn) {
         if (!saw_return) {
           elements = std::move(kinds);
         } else if (elements.size() == kinds.size()) {
-          for (size_t i = 0; i < kinds.size(); ++i) elements[i] = elements[i] == kinds[i] ? kinds[i] : merge(elements[i], kinds[i]);
+          for (size_t i = 0; i < kinds.size(); ++i)
+            elements[i] = elements[i] == kinds[i] ? kinds[i] : merge(elements[i], kinds[i]);
         } else {
           tuples_only = false;
         }
@@ -1261,8 +1299,7 @@ ValueKind SemanticModel::kind_of(TSNode expr, const FunctionInfo& fn) const {
     }
     return k;
   }
-  if (t == "integer" || t == "float" || t == "string" || t == "true" || t == "false" ||
-      t == "concatenated_string")
+  if (t == "integer" || t == "float" || t == "string" || t == "true" || t == "false" || t == "concatenated_string")
     return ValueKind::Static;
   if (t == "none") return ValueKind::None;
   if (t == "attribute") {
@@ -1290,8 +1327,10 @@ ValueKind SemanticModel::kind_of(TSNode expr, const FunctionInfo& fn) const {
     if (ok == ValueKind::Module) {
       ValueKind k = ValueKind::Unknown;
       // Attributes of submodules: weights are tensors, hyper-parameters are static.
-      if (attr == "weight" || attr == "bias") k = ValueKind::Tensor;
-      else if (attr == "training" || attr == "in_features" || attr == "out_features" || attr == "num_heads") k = ValueKind::Static;
+      if (attr == "weight" || attr == "bias")
+        k = ValueKind::Tensor;
+      else if (attr == "training" || attr == "in_features" || attr == "out_features" || attr == "num_heads")
+        k = ValueKind::Static;
       return k;
     }
     return ValueKind::Unknown;
@@ -1323,9 +1362,12 @@ ValueKind SemanticModel::kind_of(TSNode expr, const FunctionInfo& fn) const {
     ValueKind result = ValueKind::Static;
     for_each_named_child(expr, [&](TSNode operand) {
       ValueKind k = kind_of(operand, fn);
-      if (k == ValueKind::Tensor) result = ValueKind::Tensor;
-      else if (k == ValueKind::DataScalar && result != ValueKind::Tensor) result = ValueKind::DataScalar;
-      else if ((k == ValueKind::Unknown || k == ValueKind::Module) && result == ValueKind::Static) result = ValueKind::Unknown;
+      if (k == ValueKind::Tensor)
+        result = ValueKind::Tensor;
+      else if (k == ValueKind::DataScalar && result != ValueKind::Tensor)
+        result = ValueKind::DataScalar;
+      else if ((k == ValueKind::Unknown || k == ValueKind::Module) && result == ValueKind::Static)
+        result = ValueKind::Unknown;
     });
     return result;
   }
@@ -1360,7 +1402,8 @@ bool SemanticModel::runs_training_loop(const FunctionInfo& f) const {
         return true;
     } else if (is_type(node, "for_statement")) {
       std::string iterable(document_.node_text(field(node, "right")));
-      std::transform(iterable.begin(), iterable.end(), iterable.begin(), [](unsigned char c) { return std::tolower(c); });
+      std::transform(iterable.begin(), iterable.end(), iterable.begin(),
+                     [](unsigned char c) { return std::tolower(c); });
       if (iterable.find("loader") != std::string::npos) return true;
     }
   }
@@ -1404,7 +1447,8 @@ void SemanticModel::mark_compiled_regions(Scope scope) {
         if (auto nested = nested_.find(d->second); nested != nested_.end()) {
           for (FunctionInfo* g : nested->second) {
             if (!g->compiled)
-              enter(g, "`" + g->name + "` inside decorator `" + name + "`, which wraps traced `" + f->qualified_name + "`",
+              enter(g,
+                    "`" + g->name + "` inside decorator `" + name + "`, which wraps traced `" + f->qualified_name + "`",
                     node_range(field(g->node, "name")), f->assumed_entry);
           }
         }
@@ -1421,9 +1465,11 @@ void SemanticModel::mark_compiled_regions(Scope scope) {
   for (auto& f : functions_) {
     if (f->is_entry) enter(f.get(), f->entry_description, f->entry_range, false);
     if (f->owner && f->owner->is_module && f->name == "forward")
-      enter(f.get(), "`forward` of nn.Module subclass `" + f->owner->name + "`", node_range(field(f->node, "name")), false);
+      enter(f.get(), "`forward` of nn.Module subclass `" + f->owner->name + "`", node_range(field(f->node, "name")),
+            false);
     if (scope == Scope::All && f->name != "__init__" && !deferred_.count(f->name))
-      enter(f.get(), "function `" + f->qualified_name + "` (scope = \"all\")", node_range(field(f->node, "name")), false);
+      enter(f.get(), "function `" + f->qualified_name + "` (scope = \"all\")", node_range(field(f->node, "name")),
+            false);
   }
   drain();
   if (scope != Scope::Compiled) return;
@@ -1442,7 +1488,8 @@ void SemanticModel::mark_compiled_regions(Scope scope) {
     for (auto& f : functions_) {
       const auto& by = callers[f->index];
       if (eager[f->index] || by.empty()) continue;
-      if (std::all_of(by.begin(), by.end(), [&](uint32_t c) { return eager[c] != 0; })) eager[f->index] = changed = true;
+      if (std::all_of(by.begin(), by.end(), [&](uint32_t c) { return eager[c] != 0; }))
+        eager[f->index] = changed = true;
     }
   }
   for (auto& f : functions_) {
@@ -1537,8 +1584,7 @@ std::optional<bool> SemanticModel::static_truth(TSNode condition, const Function
   return static_truth_of(condition, function, false);
 }
 
-std::optional<bool> SemanticModel::static_truth_of(TSNode condition, const FunctionInfo* function,
-                                                   bool operand) const {
+std::optional<bool> SemanticModel::static_truth_of(TSNode condition, const FunctionInfo* function, bool operand) const {
   condition = unparenthesize(condition);
   if (is_type(condition, "identifier")) {
     if (auto it = module_constants_.find(text_of(document_, condition)); it != module_constants_.end()) {
@@ -1588,11 +1634,12 @@ std::optional<bool> SemanticModel::static_truth_of(TSNode condition, const Funct
   if (TSNode p = operand ? TSNode{} : ts_node_parent(condition); !ts_node_is_null(p)) {
     if (is_type(p, "if_statement") && ts_node_eq(field(p, "condition"), condition)) {
       TSNode prev = ts_node_prev_named_sibling(p);
-      bool after_cond = is_type(prev, "expression_statement") &&
-                        text_of(document_, prev).starts_with("graphmend_cond = ");
+      bool after_cond =
+          is_type(prev, "expression_statement") && text_of(document_, prev).starts_with("graphmend_cond = ");
       bool falls_back = false;
       for (TSNode c : named_children(p)) {
-        if (is_type(c, "elif_clause") && text_of(document_, field(c, "condition")) == "graphmend_cond") falls_back = true;
+        if (is_type(c, "elif_clause") && text_of(document_, field(c, "condition")) == "graphmend_cond")
+          falls_back = true;
       }
       if (after_cond && falls_back) return true;
     }

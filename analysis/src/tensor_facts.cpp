@@ -1012,20 +1012,24 @@ std::vector<std::string> differentiable_reads(const Document& doc, const Semanti
       TSNode callee = unparenthesize(field(node, "function"));
       std::string c = text(doc, callee);
       std::string last = c.substr(c.rfind('.') + 1);
-      for (const char* none : {"detach", "zeros_like", "ones_like", "full_like", "empty_like", "isnan", "isinf",
-                               "isfinite", "isneginf", "isposinf", "signbit", "logical_not", "logical_and",
-                               "logical_or", "logical_xor", "bool", "long", "int", "any", "all", "size", "dim",
-                               "numel", "eq", "ne", "gt", "lt", "ge", "le"}) {
+      for (const char* none : {"detach",      "zeros_like", "ones_like",   "full_like", "empty_like", "isnan",
+                               "isinf",       "isfinite",   "isneginf",    "isposinf",  "signbit",    "logical_not",
+                               "logical_and", "logical_or", "logical_xor", "bool",      "long",       "int",
+                               "any",         "all",        "size",        "dim",       "numel",      "eq",
+                               "ne",          "gt",         "lt",          "ge",        "le"}) {
         if (last == none) return;
       }
       if (model.qualified_name(callee)) {
         // torch.maximum(...), F.gelu(...): a function of an imported module, not a tensor read
       } else if (is_type(callee, "attribute")) {
         TSNode object = unparenthesize(field(callee, "object"));
-        if (is_type(object, "identifier") && text(doc, object) == "self") add(callee);  // a submodule's weights
-        else visit(object);
+        if (is_type(object, "identifier") && text(doc, object) == "self")
+          add(callee);  // a submodule's weights
+        else
+          visit(object);
       }
-      for (TSNode a : named_children(field(node, "arguments"))) visit(is_type(a, "keyword_argument") ? field(a, "value") : a);
+      for (TSNode a : named_children(field(node, "arguments")))
+        visit(is_type(a, "keyword_argument") ? field(a, "value") : a);
       return;
     }
     for (TSNode c : named_children(node)) visit(c);

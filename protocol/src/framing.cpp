@@ -47,8 +47,8 @@ std::size_t find_header_name(std::string_view text, std::size_t from) {
 // at the end of what arrived stops before them.
 std::size_t partial_name_at_end(std::string_view text) {
   auto begins = [](std::string_view name, std::string_view tail) {
-    return tail.size() < name.size() && std::equal(tail.begin(), tail.end(), name.begin(),
-                                                   [](char a, char b) { return lower(a) == b; });
+    return tail.size() < name.size() &&
+           std::equal(tail.begin(), tail.end(), name.begin(), [](char a, char b) { return lower(a) == b; });
   };
   for (std::size_t n = std::min(text.size(), kContentLength.size() - 1); n > 0; --n) {
     const std::string_view tail = text.substr(text.size() - n);

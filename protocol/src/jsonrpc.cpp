@@ -32,8 +32,7 @@ Message classify_message(json value) {
       id = value["id"];
     } else if (!value["id"].is_null()) {
       throw ProtocolError(error_code::kInvalidRequest,
-                          "the id must be an integer or a string, not " +
-                              std::string(value["id"].type_name()));
+                          "the id must be an integer or a string, not " + std::string(value["id"].type_name()));
     }
   }
   const auto version = value.find("jsonrpc");
@@ -50,8 +49,7 @@ Message classify_message(json value) {
     message.method = method->get<std::string>();
     if (const auto params = value.find("params"); params != value.end()) {
       if (!params->is_object() && !params->is_array() && !params->is_null()) {
-        throw ProtocolError(error_code::kInvalidRequest, "params must be an object or an array",
-                            id);
+        throw ProtocolError(error_code::kInvalidRequest, "params must be an object or an array", id);
       }
       message.params = std::move(*params);
     }
@@ -67,8 +65,7 @@ Message classify_message(json value) {
   const bool has_result = value.contains("result");
   const auto error = value.find("error");
   if (!has_id || has_result == (error != value.end())) {
-    throw ProtocolError(error_code::kInvalidRequest,
-                        "neither a request, a notification nor a response", id);
+    throw ProtocolError(error_code::kInvalidRequest, "neither a request, a notification nor a response", id);
   }
   message.kind = MessageKind::Response;
   message.id = std::move(id);
@@ -113,24 +110,34 @@ json make_error_response(const json& id, int code, std::string_view message, jso
   return {{"jsonrpc", "2.0"}, {"id", id}, {"error", std::move(error)}};
 }
 
-std::string serialize(const json& value) {
-  return value.dump(-1, ' ', false, json::error_handler_t::replace);
-}
+std::string serialize(const json& value) { return value.dump(-1, ' ', false, json::error_handler_t::replace); }
 
 std::string_view error_code_name(int code) {
   switch (code) {
-    case error_code::kParseError: return "ParseError";
-    case error_code::kInvalidRequest: return "InvalidRequest";
-    case error_code::kMethodNotFound: return "MethodNotFound";
-    case error_code::kInvalidParams: return "InvalidParams";
-    case error_code::kInternalError: return "InternalError";
-    case error_code::kServerNotInitialized: return "ServerNotInitialized";
-    case error_code::kUnknownErrorCode: return "UnknownErrorCode";
-    case error_code::kRequestFailed: return "RequestFailed";
-    case error_code::kServerCancelled: return "ServerCancelled";
-    case error_code::kContentModified: return "ContentModified";
-    case error_code::kRequestCancelled: return "RequestCancelled";
-    default: return "Error";
+    case error_code::kParseError:
+      return "ParseError";
+    case error_code::kInvalidRequest:
+      return "InvalidRequest";
+    case error_code::kMethodNotFound:
+      return "MethodNotFound";
+    case error_code::kInvalidParams:
+      return "InvalidParams";
+    case error_code::kInternalError:
+      return "InternalError";
+    case error_code::kServerNotInitialized:
+      return "ServerNotInitialized";
+    case error_code::kUnknownErrorCode:
+      return "UnknownErrorCode";
+    case error_code::kRequestFailed:
+      return "RequestFailed";
+    case error_code::kServerCancelled:
+      return "ServerCancelled";
+    case error_code::kContentModified:
+      return "ContentModified";
+    case error_code::kRequestCancelled:
+      return "RequestCancelled";
+    default:
+      return "Error";
   }
 }
 

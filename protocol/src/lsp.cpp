@@ -15,8 +15,7 @@ uint32_t read_uint(const json& value, std::string_view where, std::string_view f
   }
   const auto number = member->get<int64_t>();
   if (number < 0 || number > std::numeric_limits<uint32_t>::max()) {
-    throw ProtocolError(error_code::kInvalidParams,
-                        std::string(where) + "." + std::string(field) + " is out of range");
+    throw ProtocolError(error_code::kInvalidParams, std::string(where) + "." + std::string(field) + " is out of range");
   }
   return static_cast<uint32_t>(number);
 }
@@ -64,13 +63,9 @@ bool valid_utf8(std::string_view text) {
 
 }  // namespace
 
-json to_json(const Position& position) {
-  return {{"line", position.line}, {"character", position.character}};
-}
+json to_json(const Position& position) { return {{"line", position.line}, {"character", position.character}}; }
 
-json to_json(const Range& range) {
-  return {{"start", to_json(range.start)}, {"end", to_json(range.end)}};
-}
+json to_json(const Range& range) { return {{"start", to_json(range.start)}, {"end", to_json(range.end)}}; }
 
 Position position_from_json(const json& value, std::string_view where) {
   if (!value.is_object()) {
@@ -81,8 +76,7 @@ Position position_from_json(const json& value, std::string_view where) {
 
 Range range_from_json(const json& value, std::string_view where) {
   if (!value.is_object() || !value.contains("start") || !value.contains("end")) {
-    throw ProtocolError(error_code::kInvalidParams,
-                        std::string(where) + " must be an object with start and end");
+    throw ProtocolError(error_code::kInvalidParams, std::string(where) + " must be an object with start and end");
   }
   return {position_from_json(value["start"], std::string(where) + ".start"),
           position_from_json(value["end"], std::string(where) + ".end")};
@@ -101,8 +95,7 @@ const json* optional_member(const json& params, const std::string& pointer, json
 const json& require(const json& params, const std::string& pointer, json::value_t type) {
   if (const json* member = optional_member(params, pointer, type)) return *member;
   const json probe(type);
-  throw ProtocolError(error_code::kInvalidParams,
-                      "params" + pointer + " must be " + std::string(probe.type_name()));
+  throw ProtocolError(error_code::kInvalidParams, "params" + pointer + " must be " + std::string(probe.type_name()));
 }
 
 std::string require_string(const json& params, const std::string& pointer) {
@@ -114,8 +107,7 @@ int64_t require_integer(const json& params, const std::string& pointer) {
 }
 
 std::string negotiate_position_encoding(const json& client_capabilities) {
-  const json* encodings =
-      optional_member(client_capabilities, "/general/positionEncodings", json::value_t::array);
+  const json* encodings = optional_member(client_capabilities, "/general/positionEncodings", json::value_t::array);
   if (encodings != nullptr) {
     for (const json& encoding : *encodings) {
       if (encoding == "utf-8") return "utf-8";
@@ -207,9 +199,8 @@ std::string path_to_uri(std::string_view path) {
   std::string uri = "file://";
   for (const char c : path) {
     const auto byte = static_cast<unsigned char>(c);
-    const bool plain = (byte >= 'a' && byte <= 'z') || (byte >= 'A' && byte <= 'Z') ||
-                       (byte >= '0' && byte <= '9') || c == '/' || c == '-' || c == '_' ||
-                       c == '.' || c == '~';
+    const bool plain = (byte >= 'a' && byte <= 'z') || (byte >= 'A' && byte <= 'Z') || (byte >= '0' && byte <= '9') ||
+                       c == '/' || c == '-' || c == '_' || c == '.' || c == '~';
     if (plain) {
       uri.push_back(c);
     } else {

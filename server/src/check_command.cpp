@@ -1,5 +1,4 @@
 // `graphmend check [PATH...]`: the engine over files, ruff-style.
-#include <dtl/dtl.hpp>
 #include <unistd.h>
 
 #include <algorithm>
@@ -8,6 +7,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <dtl/dtl.hpp>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -87,9 +87,8 @@ std::vector<std::string> rule_selectors(const std::vector<std::string>& items) {
     while (!item.empty() && item.front() == ' ') item.erase(0, 1);
     while (!item.empty() && item.back() == ' ') item.pop_back();
     if (item.empty()) continue;
-    bool known = item == "ALL" || std::any_of(codes.begin(), codes.end(), [&](const std::string& c) {
-                   return c.starts_with(item);
-                 });
+    bool known = item == "ALL" ||
+                 std::any_of(codes.begin(), codes.end(), [&](const std::string& c) { return c.starts_with(item); });
     if (!known) {
       std::string message = "unknown rule selector `" + item + "`";
       if (auto match = closest_match(item, codes)) message += " (did you mean `" + *match + "`?)";
@@ -105,9 +104,9 @@ std::variant<Options, int> parse(const std::vector<std::string>& args) {
   Options o;
   auto app = make_app("check", kDescription);
   app->footer(kFooter);
-  app->add_option("PATH", o.paths, "files, notebooks or folders to check (default: .)")
-      ->type_name("PATH");
-  app->add_flag("--fix,!--no-fix", o.fix, "apply safe fixes in place (atomic writes; links, line endings, BOM, mode kept)");
+  app->add_option("PATH", o.paths, "files, notebooks or folders to check (default: .)")->type_name("PATH");
+  app->add_flag("--fix,!--no-fix", o.fix,
+                "apply safe fixes in place (atomic writes; links, line endings, BOM, mode kept)");
   app->add_flag("--unsafe-fixes,!--no-unsafe-fixes", o.unsafe, "also apply fixes marked unsafe");
   app->add_flag("--diff", o.diff, "print the fixes as a unified diff and write nothing (exit 1 if any)");
   bool show_fixes = false;
@@ -115,34 +114,35 @@ std::variant<Options, int> parse(const std::vector<std::string>& args) {
                              "show each finding's fix (or why there is none); on by default in `text` output, and "
                              "with --fix it lists what was fixed");
   std::vector<std::string> select, extend_select, ignore;
-  auto* select_opt = app->add_option("--select", select, "rule codes or prefixes to enable, comma-separated or repeated "
-                                                         "(replaces the configuration's)")
+  auto* select_opt = app->add_option("--select", select,
+                                     "rule codes or prefixes to enable, comma-separated or repeated "
+                                     "(replaces the configuration's)")
                          ->delimiter(',')
-      ->allow_extra_args(false)
-      ->type_name("CODES");
-  auto* extend_opt =
-      app->add_option("--extend-select", extend_select, "codes or prefixes to enable in addition")->delimiter(',')
-      ->allow_extra_args(false)
-      ->type_name("CODES");
-  auto* ignore_opt = app->add_option("--ignore", ignore, "codes or prefixes to disable")->delimiter(',')
-      ->allow_extra_args(false)
-      ->type_name("CODES");
+                         ->allow_extra_args(false)
+                         ->type_name("CODES");
+  auto* extend_opt = app->add_option("--extend-select", extend_select, "codes or prefixes to enable in addition")
+                         ->delimiter(',')
+                         ->allow_extra_args(false)
+                         ->type_name("CODES");
+  auto* ignore_opt = app->add_option("--ignore", ignore, "codes or prefixes to disable")
+                         ->delimiter(',')
+                         ->allow_extra_args(false)
+                         ->type_name("CODES");
   std::string scope;
   app->add_option("--scope", scope, "only code torch.compile traces (default), or every function")
       ->check(CLI::IsMember({"compiled", "all"}))
       ->type_name("SCOPE");
   const std::map<std::string, OutputFormat> formats{
-      {"text", OutputFormat::Text},       {"full", OutputFormat::Text},          {"concise", OutputFormat::Concise},
-      {"grouped", OutputFormat::Grouped}, {"json", OutputFormat::Json},          {"json-lines", OutputFormat::JsonLines},
-      {"junit", OutputFormat::Junit},     {"sarif", OutputFormat::Sarif},        {"github", OutputFormat::Github},
+      {"text", OutputFormat::Text},       {"full", OutputFormat::Text},    {"concise", OutputFormat::Concise},
+      {"grouped", OutputFormat::Grouped}, {"json", OutputFormat::Json},    {"json-lines", OutputFormat::JsonLines},
+      {"junit", OutputFormat::Junit},     {"sarif", OutputFormat::Sarif},  {"github", OutputFormat::Github},
       {"gitlab", OutputFormat::Gitlab},   {"pylint", OutputFormat::Pylint}};
   app->add_option("--output-format", o.format,
                   "text (default), concise, grouped, json, json-lines, junit, sarif, github, gitlab, pylint")
       ->transform(CLI::CheckedTransformer(formats))
       ->envname("GRAPHMEND_OUTPUT_FORMAT")
       ->option_text("FORMAT");
-  app->add_option("-o,--output-file", o.output_file, "write the report to FILE instead of stdout")
-      ->type_name("FILE");
+  app->add_option("-o,--output-file", o.output_file, "write the report to FILE instead of stdout")->type_name("FILE");
   std::string color = "auto";
   app->add_option("--color", color, "colour the text report: auto (a terminal, unless NO_COLOR), always, never")
       ->check(CLI::IsMember({"auto", "always", "never"}))
@@ -152,22 +152,24 @@ std::variant<Options, int> parse(const std::vector<std::string>& args) {
                 "print where the time went (CPU seconds per phase: read, parse, semantic, rules, fixes, cache, "
                 "output) on stderr");
   app->add_flag("-e,--exit-zero", o.exit_zero, "exit 0 even when graph breaks are found");
-  app->add_flag("--exit-non-zero-on-fix", o.exit_non_zero_on_fix, "exit 1 when fixes were applied, even if none remain");
+  app->add_flag("--exit-non-zero-on-fix", o.exit_non_zero_on_fix,
+                "exit 1 when fixes were applied, even if none remain");
   app->add_flag("-q,--quiet", o.quiet, "print findings only, no summary");
   app->add_flag("-s,--silent", o.silent, "print nothing (exit status only)");
   app->add_flag("--add-noqa", o.add_noqa, "add `# noqa: CODES` to every line with findings");
-  app->add_option("--stdin-filename", o.stdin_filename, "the name to report for `-` (and to look up configuration from)")
+  app->add_option("--stdin-filename", o.stdin_filename,
+                  "the name to report for `-` (and to look up configuration from)")
       ->type_name("NAME");
-  app->add_option("--config", o.config_file, "use this pyproject.toml instead of searching upward")
-      ->type_name("FILE");
+  app->add_option("--config", o.config_file, "use this pyproject.toml instead of searching upward")->type_name("FILE");
   app->add_flag("--no-config,--isolated", o.no_config, "ignore pyproject.toml files");
   std::vector<std::string> exclude;
   auto* exclude_opt =
       app->add_option("--exclude", exclude, "glob patterns of paths to skip (replaces the configuration's list)")
           ->delimiter(',')
-      ->allow_extra_args(false)
-      ->type_name("GLOBS");
-  app->add_option("--extend-exclude", o.extend_exclude, "glob patterns of paths to skip in addition")->delimiter(',')
+          ->allow_extra_args(false)
+          ->type_name("GLOBS");
+  app->add_option("--extend-exclude", o.extend_exclude, "glob patterns of paths to skip in addition")
+      ->delimiter(',')
       ->allow_extra_args(false)
       ->type_name("GLOBS");
   bool respect_gitignore = true, force_exclude = false;
@@ -214,7 +216,8 @@ class ConfigResolver {
   Config for_file(const fs::path& file) {
     Config c = configured(fs::absolute(file).parent_path());
     if (options_.select) c.select = *options_.select;
-    if (options_.extend_select) c.extend_select.insert(c.extend_select.end(), options_.extend_select->begin(), options_.extend_select->end());
+    if (options_.extend_select)
+      c.extend_select.insert(c.extend_select.end(), options_.extend_select->begin(), options_.extend_select->end());
     if (options_.ignore) c.ignore.insert(c.ignore.end(), options_.ignore->begin(), options_.ignore->end());
     if (options_.scope) c.scope = *options_.scope;
     return c;
@@ -302,7 +305,8 @@ std::vector<std::string> split_lines(const std::string& text) {
   return lines;
 }
 
-void write_unified_diff(std::ostream& out, const std::string& path, const std::string& before, const std::string& after) {
+void write_unified_diff(std::ostream& out, const std::string& path, const std::string& before,
+                        const std::string& after) {
   std::vector<std::string> a = split_lines(before), b = split_lines(after);
   dtl::Diff<std::string, std::vector<std::string>> diff(a, b);
   diff.compose();
@@ -313,9 +317,9 @@ void write_unified_diff(std::ostream& out, const std::string& path, const std::s
 
 struct Outcome {
   FileReport report;
-  std::string error;      // read, config or write error for this file
-  std::string diff;       // --diff output
-  std::string warning;    // the fix loop's pass bound was reached (like ruff's "failed to converge")
+  std::string error;    // read, config or write error for this file
+  std::string diff;     // --diff output
+  std::string warning;  // the fix loop's pass bound was reached (like ruff's "failed to converge")
   bool changed = false;
   std::vector<std::pair<std::string, std::string>> imported_calls;  // (module, function) called from traced code
 };
@@ -600,15 +604,20 @@ int run_check(const std::vector<std::string>& args) {
   std::vector<fs::path> files;
   std::vector<fs::path> roots;
   for (const auto& p : o.paths) {
-    if (p == "-") read_stdin();
-    else roots.emplace_back(p);
+    if (p == "-")
+      read_stdin();
+    else
+      roots.emplace_back(p);
   }
   if (stdin_bytes && !roots.empty()) {
     std::cerr << "graphmend check: `-` cannot be combined with other paths\n";
     return fail(2);
   }
-  if (stdin_bytes) files.push_back(o.stdin_filename);
-  else files = discover_files(roots, [&](const fs::path& dir) { return configs->selection_for(dir); }, errors);
+  if (stdin_bytes)
+    files.push_back(o.stdin_filename);
+  else
+    files = discover_files(
+        roots, [&](const fs::path& dir) { return configs->selection_for(dir); }, errors);
   // The cache (ruff's .ruff_cache): in the current folder unless --cache-dir or GRAPHMEND_CACHE_DIR.
   std::optional<CheckCache> cache;
   if (!o.no_cache && !stdin_bytes) {
@@ -705,7 +714,8 @@ int run_check(const std::vector<std::string>& args) {
     reports.push_back(std::move(out.report));
   }
   for (const auto& e : errors) std::cerr << "error: " << e << "\n";
-  if (files.empty() && errors.empty() && !o.silent) std::cerr << "warning: No Python files found under the given path(s)\n";
+  if (files.empty() && errors.empty() && !o.silent)
+    std::cerr << "warning: No Python files found under the given path(s)\n";
   // --add-noqa writes the directives instead of reporting the findings, as ruff's does.
   if (o.add_noqa) {
     if (stdin_bytes) {
@@ -730,7 +740,8 @@ int run_check(const std::vector<std::string>& args) {
   } else if (o.output_file) {
     output_file.open(*o.output_file, std::ios::binary | std::ios::trunc);
     if (!output_file) {
-      std::cerr << "error: " << o.output_file->string() << ": cannot write the report: " << std::strerror(errno) << "\n";
+      std::cerr << "error: " << o.output_file->string() << ": cannot write the report: " << std::strerror(errno)
+                << "\n";
       return 2;
     }
     report_out = &output_file;

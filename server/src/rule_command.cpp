@@ -2,9 +2,8 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
-#include <sstream>
-
 #include <nlohmann/json.hpp>
+#include <sstream>
 
 #include "cli/cli_app.h"
 #include "commands.h"
@@ -40,7 +39,8 @@ std::string rule_markdown(const RuleInfo& r) {
   md << "## Example\n\n```python\n" << r.example_bad << "\n```\n\n";
   md << "## Fix\n\n" << r.fix_summary << "\n\n```python\n" << r.example_good << "\n```\n\n";
   if (!r.fix_safety.empty())
-    md << "### What the fix keeps, and what may change\n\n" << r.fix_safety
+    md << "### What the fix keeps, and what may change\n\n"
+       << r.fix_safety
        << "\n\nThe contract, and how each fix is proven against it: [fix-safety.md](../fix-safety.md).\n\n";
   if (opt_in_rule(r.code)) {
     md << "Not enabled by default (`GM` and `ALL` do not select it): enable it with `--extend-select " << r.code

@@ -63,7 +63,8 @@ void check_fixes(const std::string& input, const Config& config) {
   Analysis analysis = analyze(document, config);
   attach_fixes(document, analysis);
   for (const Finding& f : analysis.findings) {
-    if (f.range.start > f.range.end || f.range.end > input.size()) fail("finding range outside the text", input, f.message);
+    if (f.range.start > f.range.end || f.range.end > input.size())
+      fail("finding range outside the text", input, f.message);
     if (!f.fix) continue;
     for (const TextEdit& e : f.fix->edits) {
       if (e.range.start > e.range.end || e.range.end > input.size())
@@ -217,17 +218,18 @@ std::string describe(const std::vector<Finding>& findings) {
   for (const Finding& f : findings) {
     out += std::string(f.rule->code) + " " + std::to_string(f.range.start) + "-" + std::to_string(f.range.end) + " " +
            f.message + "\n";
-    for (const auto& r : f.related) out += "  " + std::to_string(r.range.start) + "-" + std::to_string(r.range.end) + "\n";
+    for (const auto& r : f.related)
+      out += "  " + std::to_string(r.range.start) + "-" + std::to_string(r.range.end) + "\n";
   }
   return out;
 }
 
 void check_incremental(const std::string& input, const Config& config) {
   if (input.size() < 4) return;
-  const auto at = static_cast<uint32_t>((static_cast<unsigned char>(input[0]) << 8 | static_cast<unsigned char>(input[1])) %
-                                        input.size());
-  const auto length = std::min<uint32_t>(static_cast<unsigned char>(input[2]) % 24 + 1,
-                                         static_cast<uint32_t>(input.size()) - at);
+  const auto at = static_cast<uint32_t>(
+      (static_cast<unsigned char>(input[0]) << 8 | static_cast<unsigned char>(input[1])) % input.size());
+  const auto length =
+      std::min<uint32_t>(static_cast<unsigned char>(input[2]) % 24 + 1, static_cast<uint32_t>(input.size()) - at);
   const std::string slice = input.substr(at, length);
   std::string before = input;
   before.erase(at, length);
@@ -241,7 +243,8 @@ void check_incremental(const std::string& input, const Config& config) {
     std::string expected = describe(analyze(fresh, config).findings), got = describe(result.analysis.findings);
     if (expected != got)
       fail("incremental analysis differs from the whole-file one", input,
-           std::string(what) + "\n-- text:\n" + document.text() + "\n-- whole file:\n" + expected + "-- incremental:\n" + got);
+           std::string(what) + "\n-- text:\n" + document.text() + "\n-- whole file:\n" + expected +
+               "-- incremental:\n" + got);
   };
   document.apply_edit({at, at}, slice);  // the input itself
   compare("after inserting the slice");

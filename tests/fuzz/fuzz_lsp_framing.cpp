@@ -15,6 +15,9 @@
 //     JSON-RPC 2.0 message that serialises, and it never answers InternalError or logs an internal
 //     error (a handler that threw).
 // tests/fuzz/fuzz_lsp.sh builds it (clang, ASan) and seeds it from tests/lsp/transcripts.
+#include <spdlog/spdlog.h>
+
+#include <asio.hpp>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -22,9 +25,6 @@
 #include <string>
 #include <string_view>
 #include <vector>
-
-#include <asio.hpp>
-#include <spdlog/spdlog.h>
 
 #include "graphmend/protocol/framing.h"
 #include "graphmend/protocol/jsonrpc.h"
@@ -53,11 +53,16 @@ const std::string kSentinel = graphmend::protocol::encode_frame(kSentinelBody);
 
 std::string kind_name(Kind kind) {
   switch (kind) {
-    case Kind::Message: return "Message";
-    case Kind::Oversized: return "Oversized";
-    case Kind::BadHeader: return "BadHeader";
-    case Kind::Junk: return "Junk";
-    case Kind::Incomplete: return "Incomplete";
+    case Kind::Message:
+      return "Message";
+    case Kind::Oversized:
+      return "Oversized";
+    case Kind::BadHeader:
+      return "BadHeader";
+    case Kind::Junk:
+      return "Junk";
+    case Kind::Incomplete:
+      return "Incomplete";
   }
   return "?";
 }

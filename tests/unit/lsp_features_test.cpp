@@ -93,8 +93,7 @@ TEST_CASE("features: hover shows the explanation, the registry entry and the fix
   const auto start = static_cast<uint32_t>(text.find("print(x)"));
   finding.fix = Fix{"Defer it", Applicability::Unsafe, {{{start, start + 8}, "deferred(x)"}}};
   md = hover_markdown(finding, text, lines);
-  CHECK(md.find("**Fix** (" + std::string(to_string(Applicability::Unsafe)) + "): Defer it") !=
-        std::string::npos);
+  CHECK(md.find("**Fix** (" + std::string(to_string(Applicability::Unsafe)) + "): Defer it") != std::string::npos);
   CHECK(md.find("```diff\n-     print(x)\n+     deferred(x)\n```") != std::string::npos);
 }
 
@@ -104,8 +103,7 @@ TEST_CASE("features: fix preview covers every line an edit touches") {
   const auto start = static_cast<uint32_t>(text.find("if c"));
   const auto end = static_cast<uint32_t>(text.find("z = 0"));
   const Fix fix{"predicate", Applicability::Safe, {{{start, end}, "b = where(c, 2, 3)\n"}}};
-  CHECK(fix_preview(fix, text, lines) ==
-        "- if c:\n-     b = 2\n- else:\n-     b = 3\n+ b = where(c, 2, 3)\n");
+  CHECK(fix_preview(fix, text, lines) == "- if c:\n-     b = 2\n- else:\n-     b = 3\n+ b = where(c, 2, 3)\n");
 }
 
 TEST_CASE("features: noqa edits add a comment or extend an existing code list") {
@@ -165,13 +163,18 @@ TEST_CASE("features: minimal edits keep the common prefix and suffix on characte
 
 TEST_CASE("settings: known keys are read, bad values reported, nesting under graphmend accepted") {
   std::vector<std::string> warnings;
-  Settings settings = merge_settings(
-      Settings{},
-      {{"graphmend",
-        {{"run", "onSave"}, {"debounce", 0}, {"select", {"GM1"}}, {"ignore", "GM2"},
-         {"scope", "all"}, {"unsafeFixes", true}, {"fixAll", "yes"}, {"logLevel", "debug"},
-         {"validate", {{"enable", true}}}}}},
-      &warnings);
+  Settings settings = merge_settings(Settings{},
+                                     {{"graphmend",
+                                       {{"run", "onSave"},
+                                        {"debounce", 0},
+                                        {"select", {"GM1"}},
+                                        {"ignore", "GM2"},
+                                        {"scope", "all"},
+                                        {"unsafeFixes", true},
+                                        {"fixAll", "yes"},
+                                        {"logLevel", "debug"},
+                                        {"validate", {{"enable", true}}}}}},
+                                     &warnings);
   CHECK(settings.run == RunMode::OnSave);
   CHECK(settings.debounce_ms == 0);
   CHECK(settings.select == std::vector<std::string>{"GM1"});
@@ -214,8 +217,9 @@ TEST_CASE("features: diff_edits gives one edit per changed block and reproduces 
   const std::string before =
       "import torch\n\nclass M:\n    def f(self, x):\n        if c:\n"
       "            y = 1\n        else:\n            y = 2\n        return y\n";
-  const std::string after = "import torch\nimport x\n\nclass M:\n    def f(self, x):\n"
-                            "        y = where(c, 1, 2)\n        return y\n";
+  const std::string after =
+      "import torch\nimport x\n\nclass M:\n    def f(self, x):\n"
+      "        y = where(c, 1, 2)\n        return y\n";
   const auto edits = diff_edits(before, after);
   REQUIRE(edits.size() == 2);
   CHECK(edits[0].range == ByteRange{13, 13});

@@ -1,13 +1,12 @@
 // The server in process: messages in through on_message, messages out through the writer, the
 // I/O thread driven by the test.
 #include <doctest/doctest.h>
+#include <spdlog/spdlog.h>
 
+#include <asio.hpp>
 #include <chrono>
 #include <functional>
 #include <vector>
-
-#include <asio.hpp>
-#include <spdlog/spdlog.h>
 
 #include "lsp/server.h"
 
@@ -40,9 +39,7 @@ struct Harness {
   }
 
   json response(const json& id) {
-    return wait_for([&](const json& m) {
-      return m.contains("id") && m["id"] == id && !m.contains("method");
-    });
+    return wait_for([&](const json& m) { return m.contains("id") && m["id"] == id && !m.contains("method"); });
   }
 };
 
@@ -58,27 +55,30 @@ TEST_CASE("server: lifecycle, push diagnostics, hover, and exit codes") {
   h.server.on_exit = [&](int code) { exited = code; };
   h.send({{"jsonrpc", "2.0"}, {"id", 1}, {"method", "hover"}, {"params", json::object()}});
   CHECK(h.response(1)["error"]["code"] == -32002);
-  h.send({{"jsonrpc", "2.0"}, {"id", 2}, {"method", "initialize"},
-          {"params",
-           {{"capabilities", json::object()}, {"initializationOptions", {{"debounce", 0}}}}}});
+  h.send({{"jsonrpc", "2.0"},
+          {"id", 2},
+          {"method", "initialize"},
+          {"params", {{"capabilities", json::object()}, {"initializationOptions", {{"debounce", 0}}}}}});
   const json init = h.response(2);
   CHECK(init["result"]["capabilities"]["positionEncoding"] == "utf-16");
   CHECK(init["result"]["serverInfo"]["name"] == "graphmend");
 
-  h.send({{"jsonrpc", "2.0"}, {"method", "textDocument/didOpen"},
-          {"params", {{"textDocument", {{"uri", "file:///t/m.py"}, {"languageId", "python"},
-                                        {"version", 1}, {"text", kModel}}}}}});
-  const json published = h.wait_for([](const json& m) {
-    return m.value("method", "") == "textDocument/publishDiagnostics";
-  });
+  h.send(
+      {{"jsonrpc", "2.0"},
+       {"method", "textDocument/didOpen"},
+       {"params",
+        {{"textDocument", {{"uri", "file:///t/m.py"}, {"languageId", "python"}, {"version", 1}, {"text", kModel}}}}}});
+  const json published =
+      h.wait_for([](const json& m) { return m.value("method", "") == "textDocument/publishDiagnostics"; });
   REQUIRE(published.is_object());
   CHECK(published["params"]["version"] == 1);
   REQUIRE(published["params"]["diagnostics"].size() == 1);
   CHECK(published["params"]["diagnostics"][0]["code"] == "GM201");
 
-  h.send({{"jsonrpc", "2.0"}, {"id", 3}, {"method", "textDocument/hover"},
-          {"params", {{"textDocument", {{"uri", "file:///t/m.py"}}},
-                      {"position", {{"line", 5}, {"character", 10}}}}}});
+  h.send({{"jsonrpc", "2.0"},
+          {"id", 3},
+          {"method", "textDocument/hover"},
+          {"params", {{"textDocument", {{"uri", "file:///t/m.py"}}}, {"position", {{"line", 5}, {"character", 10}}}}}});
   const json hover = h.response(3);
   CHECK(hover["result"]["contents"]["value"].get<std::string>().find("GM201") != std::string::npos);
 
@@ -104,25 +104,26 @@ TEST_CASE("server: end of input without shutdown exits with 1; garbage never sto
 
 TEST_CASE("server: an edit answers pending requests with ContentModified") {
   Harness h;
-  h.send({{"jsonrpc", "2.0"},
-          {"id", 1},
-          {"method", "initialize"},
-          {"params", {{"capabilities", json::object()}}}});
+  h.send({{"jsonrpc", "2.0"}, {"id", 1}, {"method", "initialize"}, {"params", {{"capabilities", json::object()}}}});
   h.response(1);
-  h.send({{"jsonrpc", "2.0"}, {"method", "textDocument/didOpen"},
-          {"params", {{"textDocument", {{"uri", "file:///t/m.py"}, {"languageId", "python"},
-                                        {"version", 1}, {"text", kModel}}}}}});
+  h.send(
+      {{"jsonrpc", "2.0"},
+       {"method", "textDocument/didOpen"},
+       {"params",
+        {{"textDocument", {{"uri", "file:///t/m.py"}, {"languageId", "python"}, {"version", 1}, {"text", kModel}}}}}});
   // Without running the I/O thread in between, the hover is still waiting for the analysis.
-  h.send({{"jsonrpc", "2.0"}, {"id", 2}, {"method", "textDocument/hover"},
-          {"params", {{"textDocument", {{"uri", "file:///t/m.py"}}},
-                      {"position", {{"line", 5}, {"character", 10}}}}}});
-  h.send({{"jsonrpc", "2.0"}, {"method", "textDocument/didChange"},
-          {"params", {{"textDocument", {{"uri", "file:///t/m.py"}, {"version", 2}}},
-                      {"contentChanges", {{{"text", "x = 1\n"}}}}}}});
+  h.send({{"jsonrpc", "2.0"},
+          {"id", 2},
+          {"method", "textDocument/hover"},
+          {"params", {{"textDocument", {{"uri", "file:///t/m.py"}}}, {"position", {{"line", 5}, {"character", 10}}}}}});
+  h.send(
+      {{"jsonrpc", "2.0"},
+       {"method", "textDocument/didChange"},
+       {"params",
+        {{"textDocument", {{"uri", "file:///t/m.py"}, {"version", 2}}}, {"contentChanges", {{{"text", "x = 1\n"}}}}}}});
   CHECK(h.response(2)["error"]["code"] == -32801);
-  const json published = h.wait_for([](const json& m) {
-    return m.value("method", "") == "textDocument/publishDiagnostics";
-  });
+  const json published =
+      h.wait_for([](const json& m) { return m.value("method", "") == "textDocument/publishDiagnostics"; });
   CHECK(published["params"]["version"] == 2);
   CHECK(published["params"]["diagnostics"].empty());
 }
@@ -135,10 +136,9 @@ class RecordingValidator : public graphmend::lsp::Validator {
   std::vector<std::string> commands() const override { return {"graphmend.validate"}; }
   json code_lenses(const std::string& uri, const std::string& text) override {
     lens_requests.push_back(uri);
-    return json::array({{{"range", {{"start", {{"line", 0}, {"character", 0}}},
-                                    {"end", {{"line", 0}, {"character", 0}}}}},
-                         {"command", {{"title", std::to_string(text.size()) + " bytes"},
-                                      {"command", "graphmend.validate"}}}}});
+    return json::array(
+        {{{"range", {{"start", {{"line", 0}, {"character", 0}}}, {"end", {{"line", 0}, {"character", 0}}}}},
+          {"command", {{"title", std::to_string(text.size()) + " bytes"}, {"command", "graphmend.validate"}}}}});
   }
   void execute(const std::string& command, const json& arguments, const json& id, Report report, Done done) override {
     (void)id;
@@ -160,27 +160,31 @@ TEST_CASE("server: the validator seam advertises its commands and code lenses an
   Harness h;
   auto validator = std::make_shared<RecordingValidator>();
   h.server.set_validator(validator);
-  h.send({{"jsonrpc", "2.0"},
-          {"id", 1},
-          {"method", "initialize"},
-          {"params", {{"capabilities", json::object()}}}});
+  h.send({{"jsonrpc", "2.0"}, {"id", 1}, {"method", "initialize"}, {"params", {{"capabilities", json::object()}}}});
   const json init = h.response(1);
   CHECK(init["result"]["capabilities"]["executeCommandProvider"]["commands"] ==
         json::array({"graphmend.applyAutofix", "graphmend.validate"}));
   CHECK(init["result"]["capabilities"].contains("codeLensProvider"));
-  h.send({{"jsonrpc", "2.0"}, {"method", "textDocument/didOpen"},
-          {"params", {{"textDocument", {{"uri", "file:///t/m.py"}, {"languageId", "python"},
-                                        {"version", 1}, {"text", kModel}}}}}});
-  h.send({{"jsonrpc", "2.0"}, {"id", 2}, {"method", "textDocument/codeLens"},
+  h.send(
+      {{"jsonrpc", "2.0"},
+       {"method", "textDocument/didOpen"},
+       {"params",
+        {{"textDocument", {{"uri", "file:///t/m.py"}, {"languageId", "python"}, {"version", 1}, {"text", kModel}}}}}});
+  h.send({{"jsonrpc", "2.0"},
+          {"id", 2},
+          {"method", "textDocument/codeLens"},
           {"params", {{"textDocument", {{"uri", "file:///t/m.py"}}}}}});
   const json lenses = h.response(2);
-  CHECK(lenses["result"][0]["command"]["title"] ==
-        std::to_string(std::string(kModel).size()) + " bytes");
+  CHECK(lenses["result"][0]["command"]["title"] == std::to_string(std::string(kModel).size()) + " bytes");
   CHECK(validator->lens_requests == std::vector<std::string>{"file:///t/m.py"});
-  h.send({{"jsonrpc", "2.0"}, {"id", 3}, {"method", "workspace/executeCommand"},
+  h.send({{"jsonrpc", "2.0"},
+          {"id", 3},
+          {"method", "workspace/executeCommand"},
           {"params", {{"command", "graphmend.validate"}, {"arguments", {"m.py::make"}}}}});
   CHECK(h.response(3)["result"] == json{{"graphs", 1}, {"target", "m.py::make"}});
-  h.send({{"jsonrpc", "2.0"}, {"id", 4}, {"method", "workspace/executeCommand"},
+  h.send({{"jsonrpc", "2.0"},
+          {"id", 4},
+          {"method", "workspace/executeCommand"},
           {"params", {{"command", "graphmend.validate"}, {"arguments", json::array()}}}});
   CHECK(h.response(4)["error"]["code"] == -32602);
   CHECK(validator->executed.size() == 2);
@@ -188,16 +192,17 @@ TEST_CASE("server: the validator seam advertises its commands and code lenses an
 
 TEST_CASE("server: without a validator, no code lenses and no validate command") {
   Harness h;
-  h.send({{"jsonrpc", "2.0"},
-          {"id", 1},
-          {"method", "initialize"},
-          {"params", {{"capabilities", json::object()}}}});
+  h.send({{"jsonrpc", "2.0"}, {"id", 1}, {"method", "initialize"}, {"params", {{"capabilities", json::object()}}}});
   const json init = h.response(1);
   CHECK_FALSE(init["result"]["capabilities"].contains("codeLensProvider"));
-  h.send({{"jsonrpc", "2.0"}, {"id", 2}, {"method", "textDocument/codeLens"},
+  h.send({{"jsonrpc", "2.0"},
+          {"id", 2},
+          {"method", "textDocument/codeLens"},
           {"params", {{"textDocument", {{"uri", "file:///t/m.py"}}}}}});
   CHECK(h.response(2)["error"]["code"] == -32601);
-  h.send({{"jsonrpc", "2.0"}, {"id", 3}, {"method", "workspace/executeCommand"},
+  h.send({{"jsonrpc", "2.0"},
+          {"id", 3},
+          {"method", "workspace/executeCommand"},
           {"params", {{"command", "graphmend.validate"}, {"arguments", json::array()}}}});
   CHECK(h.response(3)["error"]["code"] == -32602);
 }

@@ -39,8 +39,7 @@ TEST_CASE("framing: encode and decode round trip, one byte at a time") {
 
 TEST_CASE("framing: headers are case-insensitive, Content-Type is accepted, LF-only tolerated") {
   FrameDecoder decoder;
-  decoder.feed(
-      "content-length: 2\r\nContent-Type: application/vscode-jsonrpc; charset=utf-8\r\n\r\n{}");
+  decoder.feed("content-length: 2\r\nContent-Type: application/vscode-jsonrpc; charset=utf-8\r\n\r\n{}");
   decoder.feed("Content-Type: x\nContent-Length:3\n\n[1]");
   const auto events = drain(decoder);
   REQUIRE(events.size() == 2);

@@ -25,8 +25,7 @@ int error_of(std::string_view body, json* id = nullptr) {
 }  // namespace
 
 TEST_CASE("jsonrpc: requests, notifications and responses are classified") {
-  auto request =
-      protocol::parse_message(R"({"jsonrpc":"2.0","id":"a","method":"m","params":{"x":1}})");
+  auto request = protocol::parse_message(R"({"jsonrpc":"2.0","id":"a","method":"m","params":{"x":1}})");
   CHECK(request.kind == MessageKind::Request);
   CHECK(request.id == "a");
   CHECK(request.method == "m");
@@ -37,8 +36,8 @@ TEST_CASE("jsonrpc: requests, notifications and responses are classified") {
   auto response = protocol::parse_message(R"({"jsonrpc":"2.0","id":3,"result":null})");
   CHECK(response.kind == MessageKind::Response);
   CHECK_FALSE(response.error);
-  auto failure = protocol::parse_message(
-      R"({"jsonrpc":"2.0","id":4,"error":{"code":-32601,"message":"nope","data":[1]}})");
+  auto failure =
+      protocol::parse_message(R"({"jsonrpc":"2.0","id":4,"error":{"code":-32601,"message":"nope","data":[1]}})");
   REQUIRE(failure.error);
   CHECK(failure.error->code == -32601);
   CHECK(failure.error->message == "nope");
@@ -58,16 +57,14 @@ TEST_CASE("jsonrpc: malformed input gets the right error code and keeps the id")
   CHECK(error_of(R"({"jsonrpc":"2.0","id":1.5,"method":"m"})", &id) == errc::kInvalidRequest);
   CHECK(id.is_null());
   CHECK(error_of(R"({"jsonrpc":"2.0","id":null,"method":"m"})") == errc::kInvalidRequest);
-  CHECK(error_of(R"({"jsonrpc":"2.0","id":2,"method":"m","params":3})", &id) ==
-        errc::kInvalidRequest);
+  CHECK(error_of(R"({"jsonrpc":"2.0","id":2,"method":"m","params":3})", &id) == errc::kInvalidRequest);
   CHECK(id == 2);
   CHECK(error_of(R"({"jsonrpc":"2.0","id":2,"result":1,"error":{}})") == errc::kInvalidRequest);
   CHECK(error_of(R"({"jsonrpc":"2.0","result":1})") == errc::kInvalidRequest);
 }
 
 TEST_CASE("jsonrpc: builders and serialization") {
-  CHECK(protocol::serialize(protocol::make_response(1, nullptr)) ==
-        R"({"id":1,"jsonrpc":"2.0","result":null})");
+  CHECK(protocol::serialize(protocol::make_response(1, nullptr)) == R"({"id":1,"jsonrpc":"2.0","result":null})");
   const json error = protocol::make_error_response(nullptr, errc::kContentModified, "changed");
   CHECK(error["error"]["code"] == -32801);
   CHECK(error["id"].is_null());
@@ -98,12 +95,10 @@ TEST_CASE("lsp: strict parameter reading names the field") {
 
 TEST_CASE("lsp: position encoding negotiation prefers utf-8, falls back to utf-16") {
   CHECK(protocol::negotiate_position_encoding(json::object()) == "utf-16");
-  CHECK(protocol::negotiate_position_encoding(
-            {{"general", {{"positionEncodings", {"utf-32", "utf-16"}}}}}) == "utf-16");
-  CHECK(protocol::negotiate_position_encoding(
-            {{"general", {{"positionEncodings", {"utf-16", "utf-8"}}}}}) == "utf-8");
-  CHECK(protocol::negotiate_position_encoding({{"general", {{"positionEncodings", "utf-8"}}}}) ==
+  CHECK(protocol::negotiate_position_encoding({{"general", {{"positionEncodings", {"utf-32", "utf-16"}}}}}) ==
         "utf-16");
+  CHECK(protocol::negotiate_position_encoding({{"general", {{"positionEncodings", {"utf-16", "utf-8"}}}}}) == "utf-8");
+  CHECK(protocol::negotiate_position_encoding({{"general", {{"positionEncodings", "utf-8"}}}}) == "utf-16");
 }
 
 TEST_CASE("lsp: code action kinds match by dot-separated prefix") {

@@ -1,4 +1,6 @@
 // Writing users' files: the refusals and the signal cleanup that the CLI tests cannot time exactly.
+#include "cli/source_file.h"
+
 #include <doctest/doctest.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -13,7 +15,6 @@
 #include <variant>
 
 #include "cli/signal_cleanup.h"
-#include "cli/source_file.h"
 
 namespace fs = std::filesystem;
 using namespace graphmend::cli;
@@ -124,7 +125,10 @@ TEST_CASE("handlers are restored after the run; an ignored signal stays ignored"
     struct sigaction now {};
     ::sigaction(SIGINT, nullptr, &now);
     if (now.sa_handler != SIG_DFL) ::_exit(3);
-    { SignalCleanup cleanup; ::raise(SIGHUP); }  // ignored, as under nohup
+    {
+      SignalCleanup cleanup;
+      ::raise(SIGHUP);
+    }  // ignored, as under nohup
     ::_exit(0);
   });
   CHECK(WIFEXITED(status));

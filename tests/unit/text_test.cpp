@@ -1,8 +1,8 @@
+#include "graphmend/analysis/text.h"
+
 #include <doctest/doctest.h>
 
 #include <stdexcept>
-
-#include "graphmend/analysis/text.h"
 
 using namespace graphmend;
 
@@ -21,7 +21,7 @@ TEST_CASE("line index maps offsets to UTF-8, UTF-16 and UTF-32 positions") {
   CHECK(idx.to_offset({0, 3}, PositionEncoding::Utf16) == 3);
   CHECK(idx.line_start(1) == 10);
   CHECK(idx.line_end(0) == 8);
-  CHECK(idx.line_start(2) == 17);  // lone \r ends a line
+  CHECK(idx.line_start(2) == 17);                                             // lone \r ends a line
   CHECK(idx.to_offset({1, 99}, PositionEncoding::Utf16) == idx.line_end(1));  // clamps
   CHECK_FALSE(idx.is_valid({1, 99}, PositionEncoding::Utf16));
   CHECK(idx.to_offset({99, 0}, PositionEncoding::Utf8) == text.size());
@@ -37,9 +37,9 @@ TEST_CASE("apply_edits applies in any order and rejects overlaps") {
 TEST_CASE("UTF-8 validation rejects overlong, surrogate and truncated sequences") {
   CHECK(is_valid_utf8("plain ascii"));
   CHECK(is_valid_utf8("\xC3\xA9\xF0\x9F\x98\x80"));
-  CHECK_FALSE(is_valid_utf8("\xC0\xAF"));          // overlong '/'
-  CHECK_FALSE(is_valid_utf8("\xED\xA0\x80"));      // surrogate
-  CHECK_FALSE(is_valid_utf8("\xE2\x82"));          // truncated
+  CHECK_FALSE(is_valid_utf8("\xC0\xAF"));      // overlong '/'
+  CHECK_FALSE(is_valid_utf8("\xED\xA0\x80"));  // surrogate
+  CHECK_FALSE(is_valid_utf8("\xE2\x82"));      // truncated
   CHECK_FALSE(is_valid_utf8("\xFF"));
   CHECK(detect_line_ending("a\r\nb\n") == "\r\n");
   CHECK(detect_line_ending("a\nb") == "\n");

@@ -1,7 +1,8 @@
 // ValidatorClient end to end (real torch, CPU, backend eager) and the report's text and HTML.
 #define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
-#include <doctest/doctest.h>
+#include "validate/validator_client.h"
 
+#include <doctest/doctest.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <sys/stat.h>
@@ -15,7 +16,6 @@
 #include <thread>
 
 #include "validate/report.h"
-#include "validate/validator_client.h"
 
 namespace fs = std::filesystem;
 using graphmend::validate::json;
@@ -68,12 +68,11 @@ TEST_CASE("handshake, validation with progress, user errors as results, bad para
   CHECK(client.running());
 
   std::vector<Progress> progress;
-  const json result = client.validate(
-      {{"target", (kTargets / "fn_target.py").string() + "::make"},
-       {"fixed_source", (kTargets / "fn_target_fixed.py").string()},
-       {"backend", "eager"},
-       {"repeats", 1}},
-      [&](const Progress& p) { progress.push_back(p); });
+  const json result = client.validate({{"target", (kTargets / "fn_target.py").string() + "::make"},
+                                       {"fixed_source", (kTargets / "fn_target_fixed.py").string()},
+                                       {"backend", "eager"},
+                                       {"repeats", 1}},
+                                      [&](const Progress& p) { progress.push_back(p); });
   REQUIRE(result["ok"] == true);
   CHECK(result["original"]["graph_break_count"] == 1);
   CHECK(result["fixed"]["graph_break_count"] == 0);
@@ -84,8 +83,8 @@ TEST_CASE("handshake, validation with progress, user errors as results, bad para
   CHECK(progress.back().kind == "end");
   CHECK(progress[progress.size() - 2].percentage == 100);
 
-  const json failed = client.validate({{"target", (kTargets / "misbehaving.py").string() + "::raises"},
-                                       {"backend", "eager"}});
+  const json failed =
+      client.validate({{"target", (kTargets / "misbehaving.py").string() + "::raises"}, {"backend", "eager"}});
   CHECK(failed["ok"] == false);
   CHECK(failed["error"]["kind"] == "exception");
   CHECK(failed["error"]["type"] == "ValueError");
@@ -117,9 +116,9 @@ TEST_CASE("cancellation through the stop token kills the running arm; the client
   });
   const auto started = std::chrono::steady_clock::now();
   const std::string kind = error_kind_of([&] {
-    client.validate({{"target", (kTargets / "misbehaving.py").string() + "::hangs"}, {"backend", "eager"},
-                     {"timeout_s", 300}},
-                    {}, cancel.get_token());
+    client.validate(
+        {{"target", (kTargets / "misbehaving.py").string() + "::hangs"}, {"backend", "eager"}, {"timeout_s", 300}}, {},
+        cancel.get_token());
   });
   canceller.join();
   CHECK(kind == "cancelled");
@@ -170,18 +169,37 @@ TEST_CASE("python discovery: explicit, then a .venv above the target, then the w
 }
 
 TEST_CASE("report: the table and a self-contained HTML page") {
-  const json arm_before = {{"graph_count", 4}, {"graph_break_count", 3}, {"fullgraph", false}, {"recompiles", 0},
-                           {"compiled_matches_eager", true}, {"cold_start_s", 15.3}, {"cold_start_min_s", 14.0},
-                           {"cold_start_max_s", 16.0}, {"steady_state_s", 9.2e-5}, {"eager_steady_state_s", 3e-5},
-                           {"breaks", json::array({{{"file", "/p/model.py"}, {"line", 14}, {"type", "Data-dependent branching"},
-                                                    {"registry_id", "GB0170"}, {"count", 2}}})}};
-  const json arm_after = {{"graph_count", 1}, {"graph_break_count", 0}, {"fullgraph", true}, {"recompiles", 0},
-                          {"compiled_matches_eager", true}, {"cold_start_s", 9.4}, {"steady_state_s", 4.1e-5},
-                          {"breaks", json::array()}};
-  const json result = {{"ok", true}, {"target", "/p/model.py::make<x>"}, {"device", "cpu"}, {"device_name", "CPU"},
-                       {"torch_version", "2.13.0"}, {"backend", "inductor"}, {"mode", "eval"}, {"repeats", 3},
-                       {"original", arm_before}, {"fixed", arm_after}, {"outputs_match", true},
-                       {"outputs_max_abs_diff", 0.0}, {"cold_start_speedup", 15.3 / 9.4},
+  const json arm_before = {{"graph_count", 4},
+                           {"graph_break_count", 3},
+                           {"fullgraph", false},
+                           {"recompiles", 0},
+                           {"compiled_matches_eager", true},
+                           {"cold_start_s", 15.3},
+                           {"cold_start_min_s", 14.0},
+                           {"cold_start_max_s", 16.0},
+                           {"steady_state_s", 9.2e-5},
+                           {"eager_steady_state_s", 3e-5},
+                           {"breaks", json::array({{{"file", "/p/model.py"},
+                                                    {"line", 14},
+                                                    {"type", "Data-dependent branching"},
+                                                    {"registry_id", "GB0170"},
+                                                    {"count", 2}}})}};
+  const json arm_after = {{"graph_count", 1},         {"graph_break_count", 0},         {"fullgraph", true},
+                          {"recompiles", 0},          {"compiled_matches_eager", true}, {"cold_start_s", 9.4},
+                          {"steady_state_s", 4.1e-5}, {"breaks", json::array()}};
+  const json result = {{"ok", true},
+                       {"target", "/p/model.py::make<x>"},
+                       {"device", "cpu"},
+                       {"device_name", "CPU"},
+                       {"torch_version", "2.13.0"},
+                       {"backend", "inductor"},
+                       {"mode", "eval"},
+                       {"repeats", 3},
+                       {"original", arm_before},
+                       {"fixed", arm_after},
+                       {"outputs_match", true},
+                       {"outputs_max_abs_diff", 0.0},
+                       {"cold_start_speedup", 15.3 / 9.4},
                        {"steady_state_speedup", 9.2 / 4.1}};
   const std::string table = graphmend::validate::format_table(result);
   CHECK(table.find("graph breaks                   3           0          -3") != std::string::npos);
@@ -198,9 +216,11 @@ TEST_CASE("report: the table and a self-contained HTML page") {
   CHECK(html.find("make<x>") == std::string::npos);
   CHECK(html.find("<script") == std::string::npos);
 
-  json failed = {{"ok", false}, {"target", "t.py::f"},
+  json failed = {{"ok", false},
+                 {"target", "t.py::f"},
                  {"error", {{"kind", "timeout"}, {"arm", "fixed"}, {"message", "fixed arm ran past its 5 s limit"}}}};
-  CHECK(graphmend::validate::format_table(failed).find("validation failed: timeout in the fixed arm") != std::string::npos);
+  CHECK(graphmend::validate::format_table(failed).find("validation failed: timeout in the fixed arm") !=
+        std::string::npos);
 
   const fs::path dir = temp_folder("report");
   graphmend::validate::write_report(dir / "out", result);

@@ -127,7 +127,8 @@ TransformResult with_message_local(const TransformContext& ctx, const FunctionIn
   const Document& doc = ctx.document;
   const SemanticModel& model = ctx.model;
   TSNode statement = ts_node_parent(call);
-  if (ts_node_start_byte(statement) != ts_node_start_byte(call) || ts_node_end_byte(statement) != ts_node_end_byte(call))
+  if (ts_node_start_byte(statement) != ts_node_start_byte(call) ||
+      ts_node_end_byte(statement) != ts_node_end_byte(call))
     return Refusal{"the call shares its line with other code"};
   if (auto why = why_interpolations_not_static(doc, model, fn, message); !why.empty()) return Refusal{why};
   for (uint32_t i = 0; i < ts_node_named_child_count(field(call, "arguments")); ++i) {
@@ -170,12 +171,12 @@ TransformResult with_message_local(const TransformContext& ctx, const FunctionIn
   // the assignment needs its own.
   std::string value = text(doc, message);
   if (value.find('\n') != std::string::npos) value = "(" + value + ")";
-  fix.edits.push_back({node_range(call), name + " = " + value + eol + indent + torch.name +
-                                             "._dynamo.comptime.comptime(" + eol + inner + "lambda ctx: " +
-                                             call_with("ctx.get_local(\"" + name + "\").as_python_constant()") + "," +
-                                             eol + inner + "lambda: " + call_with(name) + "," + eol + indent + ")"});
-  fix.title = "Build the message, then emit `" + text(doc, field(call, "function")) + kTitleEnd +
-              " (" + logger + "'s message is the same string, so the once-per-process cache sees the same key)";
+  fix.edits.push_back({node_range(call),
+                       name + " = " + value + eol + indent + torch.name + "._dynamo.comptime.comptime(" + eol + inner +
+                           "lambda ctx: " + call_with("ctx.get_local(\"" + name + "\").as_python_constant()") + "," +
+                           eol + inner + "lambda: " + call_with(name) + "," + eol + indent + ")"});
+  fix.title = "Build the message, then emit `" + text(doc, field(call, "function")) + kTitleEnd + " (" + logger +
+              "'s message is the same string, so the once-per-process cache sees the same key)";
   return fix;
 }
 

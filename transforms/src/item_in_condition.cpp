@@ -96,7 +96,8 @@ TransformResult apply(const TransformContext& ctx) {
   fix.title = "Keep the value a tensor: drop `.item()` in the test (the branch can then be predicated)";
   if (!is_one_element(doc, ctx.model, object, *fn)) {
     fix.applicability = Applicability::Unsafe;
-    fix.title += " (unsafe: `" + text(doc, object) + "` is not provably one element; a larger tensor would raise a "
+    fix.title += " (unsafe: `" + text(doc, object) +
+                 "` is not provably one element; a larger tensor would raise a "
                  "different error)";
   }
   fix.edits.push_back({node_range(call), text(doc, object)});

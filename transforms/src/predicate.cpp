@@ -78,8 +78,8 @@ std::string predicate_text(const Document& doc, const SemanticModel& model, TSNo
 
 SelectCheck check_select(const Document& doc, const SemanticModel& model, const FunctionInfo& fn,
                          const std::vector<TSNode>& values, TSNode statement,
-                         const std::vector<RaiseCondition>& established, bool keeps_old_value,
-                         const std::string& torch, const std::string& kept_name) {
+                         const std::vector<RaiseCondition>& established, bool keeps_old_value, const std::string& torch,
+                         const std::string& kept_name) {
   SelectCheck out;
   Selectability sel = selectability(doc, model, fn, values, established, keeps_old_value);
   out.refusal = sel.refusal;
@@ -128,9 +128,10 @@ SelectCheck check_select(const Document& doc, const SemanticModel& model, const 
       for (const auto& n : reads.front())
         if (only.empty() && std::find(r.begin(), r.end(), n) == r.end()) only = n;
       out.hazard = only.empty() ? "the alternatives send gradients to different tensors"
-                                : "`" + only + "` would get a zero gradient on the path where the original does not "
-                                  "use it (its .grad stays None there), and the result may require grad where the "
-                                  "original's does not";
+                                : "`" + only +
+                                      "` would get a zero gradient on the path where the original does not "
+                                      "use it (its .grad stays None there), and the result may require grad where the "
+                                      "original's does not";
       break;
     }
   }

@@ -30,7 +30,7 @@ struct SelectCheck {
 // keeps `kept_name` (the variable) as it was.
 SelectCheck check_select(const Document& doc, const SemanticModel& model, const FunctionInfo& fn,
                          const std::vector<TSNode>& values, TSNode statement,
-                         const std::vector<RaiseCondition>& established, bool keeps_old_value,
-                         const std::string& torch, const std::string& kept_name = "");
+                         const std::vector<RaiseCondition>& established, bool keeps_old_value, const std::string& torch,
+                         const std::string& kept_name = "");
 
 }  // namespace graphmend::fixes

@@ -3,12 +3,12 @@
 #pragma once
 
 #include <CLI/CLI.hpp>
-
-#include "graphmend/analysis/text.h"  // closest_match
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include "graphmend/analysis/text.h"  // closest_match
 
 namespace graphmend::cli {
 

@@ -29,12 +29,18 @@ json loc_json(Location l) { return json{{"row", l.row}, {"column", l.column}}; }
 std::string escape_github(std::string s, bool property) {
   std::string out;
   for (char c : s) {
-    if (c == '%') out += "%25";
-    else if (c == '\r') out += "%0D";
-    else if (c == '\n') out += "%0A";
-    else if (property && c == ':') out += "%3A";
-    else if (property && c == ',') out += "%2C";
-    else out += c;
+    if (c == '%')
+      out += "%25";
+    else if (c == '\r')
+      out += "%0D";
+    else if (c == '\n')
+      out += "%0A";
+    else if (property && c == ':')
+      out += "%3A";
+    else if (property && c == ',')
+      out += "%2C";
+    else
+      out += c;
   }
   return out;
 }
@@ -55,9 +61,12 @@ void write_text_snippet(std::ostream& out, const std::string& text, const LineIn
   std::string content = text.substr(start, end - start);
   uint32_t col = utf32_length(std::string_view(text).substr(start, f.range.start - start));
   uint32_t span_end = std::min(f.range.end, end);
-  uint32_t width = std::max<uint32_t>(1, utf32_length(std::string_view(text).substr(f.range.start, span_end - f.range.start)));
-  out << pad << " |\n" << number << " | " << content << "\n" << pad << " | " << std::string(col, ' ')
-      << std::string(width, '^') << " " << f.rule->code << "\n" << pad << " |\n";
+  uint32_t width =
+      std::max<uint32_t>(1, utf32_length(std::string_view(text).substr(f.range.start, span_end - f.range.start)));
+  out << pad << " |\n"
+      << number << " | " << content << "\n"
+      << pad << " | " << std::string(col, ' ') << std::string(width, '^') << " " << f.rule->code << "\n"
+      << pad << " |\n";
 }
 
 // GitHub places an annotation on lines of the file, and a notebook's cells are no lines of its JSON: a
@@ -85,7 +94,8 @@ json finding_to_ruff_json(const FileReport& file, const LineIndex& lines, const 
                        {"location", loc_json(location_of(file, lines, e.range.start))},
                        {"end_location", loc_json(location_of(file, lines, e.range.end))}});
     }
-    fix = {{"applicability", std::string(to_string(f.fix->applicability))}, {"message", f.fix->title}, {"edits", edits}};
+    fix = {
+        {"applicability", std::string(to_string(f.fix->applicability))}, {"message", f.fix->title}, {"edits", edits}};
   }
   std::error_code ec;
   auto abs = std::filesystem::absolute(file.path, ec);
@@ -116,20 +126,28 @@ json finding_to_ruff_json(const FileReport& file, const LineIndex& lines, const 
             {"related", related}}}};
 }
 
-std::string Paint::bold(std::string_view s) const { return on ? "\x1b[1m" + std::string(s) + "\x1b[0m" : std::string(s); }
+std::string Paint::bold(std::string_view s) const {
+  return on ? "\x1b[1m" + std::string(s) + "\x1b[0m" : std::string(s);
+}
 std::string Paint::code(std::string_view s) const {
   return on ? "\x1b[1;31m" + std::string(s) + "\x1b[0m" : std::string(s);
 }
-std::string Paint::cyan(std::string_view s) const { return on ? "\x1b[36m" + std::string(s) + "\x1b[0m" : std::string(s); }
+std::string Paint::cyan(std::string_view s) const {
+  return on ? "\x1b[36m" + std::string(s) + "\x1b[0m" : std::string(s);
+}
 
 json problem_to_ruff_json(const FileReport& file, const LineIndex& lines, const Problem& s) {
   std::error_code ec;
   auto abs = std::filesystem::absolute(file.path, ec);
-  return {{"cell", cell_json(location_of(file, lines, s.range.start))}, {"code", nullptr}, {"message", s.message},
+  return {{"cell", cell_json(location_of(file, lines, s.range.start))},
+          {"code", nullptr},
+          {"message", s.message},
           {"filename", ec ? file.path : abs.string()},
           {"location", loc_json(location_of(file, lines, s.range.start))},
-          {"end_location", loc_json(location_of(file, lines, s.range.end))}, {"fix", nullptr},
-          {"url", nullptr}, {"noqa_row", nullptr}};
+          {"end_location", loc_json(location_of(file, lines, s.range.end))},
+          {"fix", nullptr},
+          {"url", nullptr},
+          {"noqa_row", nullptr}};
 }
 
 void write_report(std::ostream& out, OutputFormat format, const std::vector<FileReport>& files,
@@ -183,12 +201,13 @@ void write_report(std::ostream& out, OutputFormat format, const std::vector<File
         return place;
       };
       for (const auto& f : file.findings) {
-        json result{{"ruleId", std::string(f.rule->code)},
-                    {"level", "warning"},
-                    {"message", {{"text", f.message}}},
-                    {"locations", json::array({{{"physicalLocation",
-                                                 {{"artifactLocation", {{"uri", file_uri(file.path)}}},
-                                                  {"region", region(f.range)}}}}})}};
+        json result{
+            {"ruleId", std::string(f.rule->code)},
+            {"level", "warning"},
+            {"message", {{"text", f.message}}},
+            {"locations",
+             json::array({{{"physicalLocation",
+                            {{"artifactLocation", {{"uri", file_uri(file.path)}}}, {"region", region(f.range)}}}}})}};
         if (!f.related.empty()) {
           json rel = json::array();
           int id = 0;
@@ -203,22 +222,23 @@ void write_report(std::ostream& out, OutputFormat format, const std::vector<File
         results.push_back(result);
       }
       for (const auto& s : file.problems) {
-        results.push_back({{"level", s.kind == Problem::Kind::Syntax ? "error" : "warning"},
-                           {"message", {{"text", s.message}}},
-                           {"locations", json::array({{{"physicalLocation",
-                                                        {{"artifactLocation", {{"uri", file_uri(file.path)}}},
-                                                         {"region", region(s.range)}}}}})}});
+        results.push_back(
+            {{"level", s.kind == Problem::Kind::Syntax ? "error" : "warning"},
+             {"message", {{"text", s.message}}},
+             {"locations",
+              json::array({{{"physicalLocation",
+                             {{"artifactLocation", {{"uri", file_uri(file.path)}}}, {"region", region(s.range)}}}}})}});
       }
     }
     json sarif{{"$schema", "https://json.schemastore.org/sarif-2.1.0.json"},
                {"version", "2.1.0"},
                {"runs", json::array({{{"tool",
-                                        {{"driver",
-                                          {{"name", "graphmend"},
-                                           {"version", GRAPHMEND_VERSION},
-                                           {"informationUri", "https://arxiv.org/abs/2509.16248"},
-                                           {"rules", rules}}}}},
-                                       {"results", results}}})}};
+                                       {{"driver",
+                                         {{"name", "graphmend"},
+                                          {"version", GRAPHMEND_VERSION},
+                                          {"informationUri", "https://arxiv.org/abs/2509.16248"},
+                                          {"rules", rules}}}}},
+                                      {"results", results}}})}};
     out << sarif.dump(2) << "\n";
     return;
   }
@@ -250,13 +270,15 @@ void write_report(std::ostream& out, OutputFormat format, const std::vector<File
             << "\n";
         continue;
       }
-      out << where(a) << " " << paint.code(f.rule->code) << (can_fix ? " " + paint.cyan("[*]") + " " : " ")
-          << f.message << "\n";
+      out << where(a) << " " << paint.code(f.rule->code) << (can_fix ? " " + paint.cyan("[*]") + " " : " ") << f.message
+          << "\n";
       if (format == OutputFormat::Text) {
         write_text_snippet(out, file.text, lines, f, a.row);
         if (style.show_fixes) {
-          if (f.fix) out << "  = fix (" << to_string(f.fix->applicability) << "): " << f.fix->title << "\n";
-          else if (!f.no_fix_reason.empty()) out << "  = no fix: " << f.no_fix_reason << "\n";
+          if (f.fix)
+            out << "  = fix (" << to_string(f.fix->applicability) << "): " << f.fix->title << "\n";
+          else if (!f.no_fix_reason.empty())
+            out << "  = no fix: " << f.no_fix_reason << "\n";
         }
         out << "\n";
       }
@@ -323,8 +345,11 @@ void write_statistics(std::ostream& out, const std::vector<FileReport>& files, b
     json arr = json::array();
     for (auto& [code, c] : rows) {
       const RuleInfo* r = find_rule(code);
-      arr.push_back({{"code", std::string(code)}, {"name", std::string(r->name)}, {"count", c.first},
-                     {"fixable", c.second > 0}, {"fixable_count", c.second}});
+      arr.push_back({{"code", std::string(code)},
+                     {"name", std::string(r->name)},
+                     {"count", c.first},
+                     {"fixable", c.second > 0},
+                     {"fixable_count", c.second}});
     }
     out << arr.dump(2) << "\n";
     return;

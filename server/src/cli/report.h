@@ -3,11 +3,10 @@
 
 #include <filesystem>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <ostream>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "graphmend/analysis/finding.h"
 #include "graphmend/analysis/text.h"
@@ -20,9 +19,9 @@ struct FileReport {
   std::string text;
   std::vector<Finding> findings;
   std::vector<Problem> problems;  // syntax errors, regions not analysed: reported like findings, without a code
-  int fixed = 0;  // fixes applied by --fix
+  int fixed = 0;                  // fixes applied by --fix
   std::map<std::string, int> fixed_by_rule;  // the same, per rule code (for --show-fixes)
-  std::string docs_url;  // the file's configuration's `docs-url` (rule links), "" when not set
+  std::string docs_url;                      // the file's configuration's `docs-url` (rule links), "" when not set
   // Notebooks: `text` is the code cells joined; cell_starts[i] is the 0-based line of `text` at which
   // code cell i (numbered 1.. in output) starts. Empty for a plain Python file.
   std::vector<uint32_t> cell_starts;
@@ -64,8 +63,8 @@ void write_summary(std::ostream& out, const std::vector<FileReport>& files, cons
 struct Paint {
   bool on = false;
   std::string bold(std::string_view s) const;
-  std::string code(std::string_view s) const;   // a rule code: bold red
-  std::string cyan(std::string_view s) const;   // separators and the fix marker
+  std::string code(std::string_view s) const;  // a rule code: bold red
+  std::string cyan(std::string_view s) const;  // separators and the fix marker
 };
 void write_statistics(std::ostream& out, const std::vector<FileReport>& files, bool json);
 

@@ -43,10 +43,14 @@ size_t first_invalid_utf8(const std::string& bytes) {
     size_t len = 1;
     auto c = static_cast<unsigned char>(bytes[i]);
     if (c >= 0x80) {
-      if ((c >> 5) == 0x6) len = 2;
-      else if ((c >> 4) == 0xE) len = 3;
-      else if ((c >> 3) == 0x1E) len = 4;
-      else return i;
+      if ((c >> 5) == 0x6)
+        len = 2;
+      else if ((c >> 4) == 0xE)
+        len = 3;
+      else if ((c >> 3) == 0x1E)
+        len = 4;
+      else
+        return i;
       if (i + len > bytes.size() || !is_valid_utf8(std::string_view(bytes).substr(i, len))) return i;
     }
     i += len;
@@ -434,7 +438,7 @@ std::string errno_text(int e) { return std::error_code(e, std::generic_category(
 
 std::string not_regular(mode_t mode) {
   if (S_ISDIR(mode)) return "is a directory";
-  const char* kind = S_ISFIFO(mode)  ? "a FIFO"
+  const char* kind = S_ISFIFO(mode)   ? "a FIFO"
                      : S_ISSOCK(mode) ? "a socket"
                      : S_ISCHR(mode)  ? "a character device"
                      : S_ISBLK(mode)  ? "a block device"

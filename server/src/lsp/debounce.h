@@ -13,8 +13,8 @@ class DebouncePolicy {
   using Duration = std::chrono::steady_clock::duration;
 
   DebouncePolicy(std::chrono::milliseconds min = std::chrono::milliseconds(50),
-                 std::chrono::milliseconds max = std::chrono::milliseconds(500),
-                 double ratio = 1.0, std::size_t history = 5)
+                 std::chrono::milliseconds max = std::chrono::milliseconds(500), double ratio = 1.0,
+                 std::size_t history = 5)
       : min_(min), max_(max), ratio_(ratio), history_(history) {}
 
   void record(Duration analysis_time);

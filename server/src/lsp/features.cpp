@@ -1,9 +1,8 @@
 #include "lsp/features.h"
 
-#include <dtl/dtl.hpp>
-
 #include <algorithm>
 #include <cctype>
+#include <dtl/dtl.hpp>
 #include <functional>
 
 #include "graphmend/analysis/noqa.h"
@@ -13,8 +12,7 @@ namespace {
 
 bool is_continuation(char c) { return (static_cast<unsigned char>(c) & 0xC0) == 0x80; }
 
-void append_lines(std::string& out, std::string_view block, std::string_view prefix,
-                  std::size_t max_lines) {
+void append_lines(std::string& out, std::string_view block, std::string_view prefix, std::size_t max_lines) {
   if (!block.empty() && block.back() == '\n') block.remove_suffix(1);
   std::size_t count = 0;
   std::size_t pos = 0;
@@ -52,12 +50,10 @@ protocol::Range to_lsp_range(const LineIndex& lines, ByteRange range, PositionEn
 }
 
 json to_lsp_edit(const LineIndex& lines, const TextEdit& edit, PositionEncoding encoding) {
-  return {{"range", protocol::to_json(to_lsp_range(lines, edit.range, encoding))},
-          {"newText", edit.new_text}};
+  return {{"range", protocol::to_json(to_lsp_range(lines, edit.range, encoding))}, {"newText", edit.new_text}};
 }
 
-json to_lsp_edits(const LineIndex& lines, const std::vector<TextEdit>& edits,
-                  PositionEncoding encoding) {
+json to_lsp_edits(const LineIndex& lines, const std::vector<TextEdit>& edits, PositionEncoding encoding) {
   json out = json::array();
   for (const TextEdit& edit : edits) out.push_back(to_lsp_edit(lines, edit, encoding));
   return out;
@@ -90,8 +86,8 @@ json to_diagnostic(const Finding& finding, const LineIndex& lines, PositionEncod
     json related = json::array();
     for (const RelatedLocation& location : finding.related) {
       const protocol::Range range = to_lsp_range(lines, location.range, encoding);
-      related.push_back({{"location", {{"uri", uri}, {"range", protocol::to_json(range)}}},
-                         {"message", location.message}});
+      related.push_back(
+          {{"location", {{"uri", uri}, {"range", protocol::to_json(range)}}}, {"message", location.message}});
     }
     diagnostic["relatedInformation"] = std::move(related);
   }
@@ -108,11 +104,11 @@ json to_diagnostic(const Finding& finding, const LineIndex& lines, PositionEncod
 }
 
 json to_diagnostic(const Problem& problem, const LineIndex& lines, PositionEncoding encoding) {
-  return {{"range", protocol::to_json(to_lsp_range(lines, problem.range, encoding))},
-          {"severity",
-           problem.kind == Problem::Kind::Syntax ? protocol::severity::kError : protocol::severity::kWarning},
-          {"source", "graphmend"},
-          {"message", problem.message}};
+  return {
+      {"range", protocol::to_json(to_lsp_range(lines, problem.range, encoding))},
+      {"severity", problem.kind == Problem::Kind::Syntax ? protocol::severity::kError : protocol::severity::kWarning},
+      {"source", "graphmend"},
+      {"message", problem.message}};
 }
 
 std::string fix_preview(const Fix& fix, std::string_view text, const LineIndex& lines) {
@@ -134,8 +130,7 @@ std::string fix_preview(const Fix& fix, std::string_view text, const LineIndex& 
   const std::string_view old_block = text.substr(block_start, block_end - block_start);
   std::vector<TextEdit> shifted;
   for (const TextEdit& edit : fix.edits) {
-    shifted.push_back({{std::min(edit.range.start, size) - block_start,
-                        std::min(edit.range.end, size) - block_start},
+    shifted.push_back({{std::min(edit.range.start, size) - block_start, std::min(edit.range.end, size) - block_start},
                        edit.new_text});
   }
   std::string new_block;
@@ -166,8 +161,7 @@ std::string hover_markdown(const Finding& finding, std::string_view text, const 
     md += "\n" + std::string(rule->explanation) + "\n";
   }
   if (rule != nullptr && !rule->registry_id.empty()) {
-    md += "\n**Dynamo graph break** [" + std::string(rule->registry_id) + "](" +
-          registry_url(rule->registry_id) + ")";
+    md += "\n**Dynamo graph break** [" + std::string(rule->registry_id) + "](" + registry_url(rule->registry_id) + ")";
     if (const RegistryEntry* entry = find_registry_entry(rule->registry_id)) {
       md += ": " + std::string(entry->gb_type) + "\n";
       if (!entry->explanation.empty()) md += "\n" + std::string(entry->explanation) + "\n";
@@ -180,8 +174,7 @@ std::string hover_markdown(const Finding& finding, std::string_view text, const 
     }
   }
   if (finding.fix) {
-    md += "\n**Fix** (" + std::string(to_string(finding.fix->applicability)) +
-          "): " + finding.fix->title + "\n";
+    md += "\n**Fix** (" + std::string(to_string(finding.fix->applicability)) + "): " + finding.fix->title + "\n";
     const std::string preview = fix_preview(*finding.fix, text, lines);
     if (!preview.empty()) md += "\n```diff\n" + preview + "```\n";
   } else {
@@ -218,8 +211,7 @@ std::optional<TextEdit> minimal_edit(std::string_view before, std::string_view a
   while (prefix < limit && before[prefix] == after[prefix]) ++prefix;
   while (prefix > 0 && prefix < before.size() && is_continuation(before[prefix])) --prefix;
   std::size_t suffix = 0;
-  while (suffix < limit - prefix &&
-         before[before.size() - 1 - suffix] == after[after.size() - 1 - suffix]) {
+  while (suffix < limit - prefix && before[before.size() - 1 - suffix] == after[after.size() - 1 - suffix]) {
     ++suffix;
   }
   // Keep the suffix starting on a character boundary.
@@ -238,8 +230,10 @@ std::vector<std::string_view> split_lines(std::string_view text) {
   std::size_t start = 0;
   while (start < text.size()) {
     std::size_t end = text.find_first_of("\r\n", start);
-    if (end == std::string_view::npos) end = text.size();
-    else end += text[end] == '\r' && end + 1 < text.size() && text[end + 1] == '\n' ? 2 : 1;
+    if (end == std::string_view::npos)
+      end = text.size();
+    else
+      end += text[end] == '\r' && end + 1 < text.size() && text[end + 1] == '\n' ? 2 : 1;
     lines.push_back(text.substr(start, end - start));
     start = end;
   }
@@ -248,8 +242,7 @@ std::vector<std::string_view> split_lines(std::string_view text) {
 
 }  // namespace
 
-std::vector<TextEdit> diff_edits(std::string_view before, std::string_view after,
-                                 int max_changes) {
+std::vector<TextEdit> diff_edits(std::string_view before, std::string_view after, int max_changes) {
   if (before == after) return {};
   const std::vector<std::string_view> a_all = split_lines(before);
   const std::vector<std::string_view> b_all = split_lines(after);
@@ -318,9 +311,9 @@ std::vector<TextEdit> diff_edits(std::string_view before, std::string_view after
       }
       ++i;
     }
-    edits.push_back({{a_offset[prefix + static_cast<std::size_t>(start)],
-                      a_offset[prefix + static_cast<std::size_t>(end)]},
-                     std::move(inserted)});
+    edits.push_back(
+        {{a_offset[prefix + static_cast<std::size_t>(start)], a_offset[prefix + static_cast<std::size_t>(end)]},
+         std::move(inserted)});
   }
   return edits;
 }

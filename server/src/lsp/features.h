@@ -5,12 +5,11 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "graphmend/analysis/finding.h"
 #include "graphmend/analysis/text.h"
@@ -22,8 +21,7 @@ using nlohmann::json;
 
 // One version of a document's text with its line index (the index points into `text`).
 struct TextSnapshot {
-  explicit TextSnapshot(std::shared_ptr<const std::string> contents)
-      : text(std::move(contents)), lines(*text) {}
+  explicit TextSnapshot(std::shared_ptr<const std::string> contents) : text(std::move(contents)), lines(*text) {}
   std::shared_ptr<const std::string> text;
   LineIndex lines;
 };
@@ -32,8 +30,7 @@ PositionEncoding encoding_from_name(std::string_view name);
 
 protocol::Range to_lsp_range(const LineIndex& lines, ByteRange range, PositionEncoding encoding);
 json to_lsp_edit(const LineIndex& lines, const TextEdit& edit, PositionEncoding encoding);
-json to_lsp_edits(const LineIndex& lines, const std::vector<TextEdit>& edits,
-                  PositionEncoding encoding);
+json to_lsp_edits(const LineIndex& lines, const std::vector<TextEdit>& edits, PositionEncoding encoding);
 
 // The LSP Diagnostic of a finding: code, link to the rule's page, related information, and in
 // `data` the Dynamo graph-break id and type plus the fix (edits in this version's positions).
@@ -67,7 +64,6 @@ std::optional<TextEdit> minimal_edit(std::string_view before, std::string_view a
 // Edits turning `before` into `after`, one per changed block of lines (dtl's line diff), so a
 // client keeps cursors, folds and marks in the unchanged lines between fixes. Falls back to
 // minimal_edit when the texts differ in more than `max_changes` lines.
-std::vector<TextEdit> diff_edits(std::string_view before, std::string_view after,
-                                 int max_changes = 2000);
+std::vector<TextEdit> diff_edits(std::string_view before, std::string_view after, int max_changes = 2000);
 
 }  // namespace graphmend::lsp

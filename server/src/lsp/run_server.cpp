@@ -1,23 +1,22 @@
 // `graphmend server`: the stdio transport (Asio) around Server, logging, and the exit code.
 #include <fcntl.h>
 #include <poll.h>
+#include <spdlog/sinks/basic_file_sink.h>
+#include <spdlog/sinks/stdout_sinks.h>
+#include <spdlog/spdlog.h>
 #include <unistd.h>
 
 #include <array>
+#include <asio.hpp>
 #include <cerrno>
 #include <csignal>
 #include <cstdio>
 #include <cstring>
 #include <iostream>
 
-#include <asio.hpp>
-#include <spdlog/sinks/basic_file_sink.h>
-#include <spdlog/sinks/stdout_sinks.h>
-#include <spdlog/spdlog.h>
-
+#include "cli/cli_app.h"
 #include "graphmend/protocol/framing.h"
 #include "graphmend/protocol/jsonrpc.h"
-#include "cli/cli_app.h"
 #include "lsp/server.h"
 #include "lsp/validator_bridge.h"
 
@@ -64,8 +63,7 @@ class StdioTransport {
 
  private:
   void read() {
-    input_.async_read_some(asio::buffer(buffer_), [this](const std::error_code& error,
-                                                          std::size_t size) {
+    input_.async_read_some(asio::buffer(buffer_), [this](const std::error_code& error, std::size_t size) {
       if (size > 0) {
         decoder_.feed(std::string_view(buffer_.data(), size));
         while (!server_.exit_code()) {
@@ -83,8 +81,7 @@ class StdioTransport {
       if (error) {
         if (error != asio::error::eof) spdlog::warn("reading stdin: {}", error.message());
         if (decoder_.pending_bytes() > 0) {
-          spdlog::warn("input ended inside a message ({} bytes discarded)",
-                       decoder_.pending_bytes());
+          spdlog::warn("input ended inside a message ({} bytes discarded)", decoder_.pending_bytes());
         }
         server_.on_input_closed();
         return;
@@ -124,11 +121,10 @@ int run_server(const std::vector<std::string>& args) {
   std::shared_ptr<spdlog::logger> logger;
   try {
     if (!log_file.empty()) {
-      logger = std::make_shared<spdlog::logger>(
-          "graphmend", std::make_shared<spdlog::sinks::basic_file_sink_mt>(log_file));
+      logger =
+          std::make_shared<spdlog::logger>("graphmend", std::make_shared<spdlog::sinks::basic_file_sink_mt>(log_file));
     } else {
-      logger = std::make_shared<spdlog::logger>("graphmend",
-                                                std::make_shared<spdlog::sinks::stderr_sink_mt>());
+      logger = std::make_shared<spdlog::logger>("graphmend", std::make_shared<spdlog::sinks::stderr_sink_mt>());
     }
   } catch (const std::exception& error) {
     std::cerr << "graphmend server: cannot open log file: " << error.what() << "\n";

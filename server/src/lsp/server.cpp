@@ -1,6 +1,9 @@
 #include "lsp/server.h"
 
+#include <spdlog/spdlog.h>
+
 #include <algorithm>
+#include <asio.hpp>
 #include <atomic>
 #include <chrono>
 #include <filesystem>
@@ -9,15 +12,12 @@
 #include <set>
 #include <thread>
 
-#include <asio.hpp>
-#include <spdlog/spdlog.h>
-
 #include "cli/notebook.h"
 #include "graphmend/analysis/analyzer.h"
 #include "graphmend/analysis/config.h"
 #include "graphmend/analysis/document.h"
-#include "graphmend/analysis/workspace.h"
 #include "graphmend/analysis/semantic.h"
+#include "graphmend/analysis/workspace.h"
 #include "graphmend/protocol/lsp.h"
 #include "graphmend/transforms/fixer.h"
 #include "lsp/debounce.h"
@@ -83,17 +83,17 @@ struct AnalysisResult {
   uint64_t generation = 0;  // the document generation it was computed under
   std::shared_ptr<const TextSnapshot> snapshot;
   std::vector<Finding> findings;
-  std::vector<Problem> problems;  // syntax errors, regions not analysed
+  std::vector<Problem> problems;     // syntax errors, regions not analysed
   json diagnostics = json::array();  // parallel to `findings`, then the problems
   std::string result_id;
   Clock::duration elapsed{};
-  bool incremental = false;  // only the edited function was analysed again
-  bool held = false;         // the edit broke the syntax: the last analysis, moved (IncrementalAnalyzer)
-  Clock::duration reparse_time{};  // applying the edits to the tree before it
+  bool incremental = false;            // only the edited function was analysed again
+  bool held = false;                   // the edit broke the syntax: the last analysis, moved (IncrementalAnalyzer)
+  Clock::duration reparse_time{};      // applying the edits to the tree before it
   bool provisional = false;            // held while the reparse was past its budget; the real one follows
   bool completes_provisional = false;  // the real analysis of a version given a provisional one first
-  std::string error;  // the engine failed: no findings
-  std::string docs_url;  // the configuration's `docs-url`, for the rule links of hovers
+  std::string error;                   // the engine failed: no findings
+  std::string docs_url;                // the configuration's `docs-url`, for the rule links of hovers
   // Calls from traced code to functions imported from other modules: (module as written, name).
   std::vector<std::pair<std::string, std::string>> imported_calls;
   // A notebook: its cells for this version; each diagnostic's cell and the diagnostic in that cell's
@@ -144,12 +144,11 @@ struct TreeState {
 };
 
 struct OpenDocument {
-  OpenDocument(asio::io_context& io, Strand document_strand)
-      : strand(std::move(document_strand)), debounce(io) {}
+  OpenDocument(asio::io_context& io, Strand document_strand) : strand(std::move(document_strand)), debounce(io) {}
 
   std::string uri;
-  std::string path;  // file system path, or the URI for non-file documents
-  std::string module;  // dotted module name ("pkg.models.bert"), empty for non-file documents
+  std::string path;         // file system path, or the URI for non-file documents
+  std::string module;       // dotted module name ("pkg.models.bert"), empty for non-file documents
   bool is_package = false;  // an __init__.py
   int64_t version = 0;
   // Bumped whenever the configuration that applies to this document changes (settings, a
@@ -213,9 +212,7 @@ struct Server::Impl {
         io(context),
         write(std::move(writer)),
         // Two workers at least, even on two cores: one slow document never holds the others' diagnostics.
-        pool(options.workers != 0
-                 ? options.workers
-                 : std::clamp(std::thread::hardware_concurrency(), 3u, 5u) - 1u) {}
+        pool(options.workers != 0 ? options.workers : std::clamp(std::thread::hardware_concurrency(), 3u, 5u) - 1u) {}
 
   ~Impl() {
     // Also when the server stops without `exit` (its output failed): no validation outlives it.
@@ -289,15 +286,19 @@ struct Server::Impl {
     write(message);
   }
 
-  void notify(std::string_view method, json params) {
-    send(protocol::make_notification(method, std::move(params)));
-  }
+  void notify(std::string_view method, json params) { send(protocol::make_notification(method, std::move(params))); }
 
   void log_message(int type, const std::string& text) {
     switch (type) {
-      case protocol::message_type::kError: spdlog::error("{}", text); break;
-      case protocol::message_type::kWarning: spdlog::warn("{}", text); break;
-      default: spdlog::info("{}", text); break;
+      case protocol::message_type::kError:
+        spdlog::error("{}", text);
+        break;
+      case protocol::message_type::kWarning:
+        spdlog::warn("{}", text);
+        break;
+      default:
+        spdlog::info("{}", text);
+        break;
     }
     if (state != State::Uninitialized) {
       notify("window/logMessage", {{"type", type}, {"message", "graphmend: " + text}});
@@ -313,13 +314,11 @@ struct Server::Impl {
 
   void reply_error(const json& id, int code, const std::string& message) {
     if (pending.erase(key_of(id)) == 0) return;
-    spdlog::debug("request {} failed: {} ({})", id.dump(), message,
-                  protocol::error_code_name(code));
+    spdlog::debug("request {} failed: {} ({})", id.dump(), message, protocol::error_code_name(code));
     send(protocol::make_error_response(id, code, message));
   }
 
-  void send_request(std::string_view method, json params,
-                    std::function<void(const Message&)> on_response) {
+  void send_request(std::string_view method, json params, std::function<void(const Message&)> on_response) {
     const json id = "graphmend/" + std::to_string(++next_outgoing_id);
     outgoing[key_of(id)] = std::move(on_response);
     send(protocol::make_request(id, method, std::move(params)));
@@ -345,7 +344,9 @@ struct Server::Impl {
         send(protocol::make_error_response(request_id_in(event.body), errc::kParseError, event.detail));
         break;
       case Kind::BadHeader:
-      case Kind::Junk: spdlog::warn("framing: {}; resynchronised", event.detail); break;
+      case Kind::Junk:
+        spdlog::warn("framing: {}; resynchronised", event.detail);
+        break;
     }
   }
 
@@ -368,9 +369,15 @@ struct Server::Impl {
       return;
     }
     switch (message.kind) {
-      case MessageKind::Request: on_request(message); break;
-      case MessageKind::Notification: on_notification(message); break;
-      case MessageKind::Response: on_response(message); break;
+      case MessageKind::Request:
+        on_request(message);
+        break;
+      case MessageKind::Notification:
+        on_notification(message);
+        break;
+      case MessageKind::Response:
+        on_response(message);
+        break;
     }
   }
 
@@ -379,8 +386,7 @@ struct Server::Impl {
     const std::string key = key_of(id);
     spdlog::debug("--> {} #{}", message.method, key);
     if (pending.count(key) != 0) {
-      send(protocol::make_error_response(id, errc::kInvalidRequest,
-                                         "request id " + key + " is already in use"));
+      send(protocol::make_error_response(id, errc::kInvalidRequest, "request id " + key + " is already in use"));
       return;
     }
     pending[key] = {message.method, request_uri(message.method, message.params)};
@@ -431,8 +437,7 @@ struct Server::Impl {
     spdlog::debug("--> {}", method);
     if (method == "exit") return finish(state == State::ShutDown ? 0 : 1);
     if (state != State::Running) {
-      spdlog::warn("ignoring {} {}", method,
-                   state == State::ShutDown ? "after shutdown" : "before initialize");
+      spdlog::warn("ignoring {} {}", method, state == State::ShutDown ? "after shutdown" : "before initialize");
       return;
     }
     try {
@@ -455,11 +460,9 @@ struct Server::Impl {
       }
       if (method.rfind("$/", 0) != 0) spdlog::debug("ignoring unknown notification {}", method);
     } catch (const ProtocolError& error) {
-      log_message(protocol::message_type::kWarning,
-                  "ignored " + method + ": " + std::string(error.what()));
+      log_message(protocol::message_type::kWarning, "ignored " + method + ": " + std::string(error.what()));
     } catch (const std::exception& error) {
-      log_message(protocol::message_type::kError,
-                  "internal error in " + method + ": " + std::string(error.what()));
+      log_message(protocol::message_type::kError, "internal error in " + method + ": " + std::string(error.what()));
     }
   }
 
@@ -472,8 +475,8 @@ struct Server::Impl {
     auto handler = std::move(it->second);
     outgoing.erase(it);
     if (message.error) {
-      spdlog::warn("client answered request {} with error {}: {}", message.id.dump(),
-                   message.error->code, message.error->message);
+      spdlog::warn("client answered request {} with error {}: {}", message.id.dump(), message.error->code,
+                   message.error->message);
     }
     try {
       handler(message);
@@ -524,18 +527,16 @@ struct Server::Impl {
       return reply_error(id, errc::kInvalidRequest, "initialize may only be sent once");
     }
     if (!params.is_object()) throw ProtocolError(errc::kInvalidParams, "params must be an object");
-    if (const json* caps =
-            protocol::optional_member(params, "/capabilities", json::value_t::object)) {
+    if (const json* caps = protocol::optional_member(params, "/capabilities", json::value_t::object)) {
       client_capabilities = *caps;
     }
     const json& caps = client_capabilities;
     encoding_name = protocol::negotiate_position_encoding(caps);
     encoding = encoding_from_name(encoding_name);
     resolve_edits = false;
-    if (const json* properties = protocol::optional_member(
-            caps, "/textDocument/codeAction/resolveSupport/properties", json::value_t::array)) {
-      resolve_edits =
-          std::find(properties->begin(), properties->end(), "edit") != properties->end();
+    if (const json* properties = protocol::optional_member(caps, "/textDocument/codeAction/resolveSupport/properties",
+                                                           json::value_t::array)) {
+      resolve_edits = std::find(properties->begin(), properties->end(), "edit") != properties->end();
     }
     document_changes = flag(caps, "/workspace/workspaceEdit/documentChanges");
     configuration_pull = flag(caps, "/workspace/configuration");
@@ -545,12 +546,11 @@ struct Server::Impl {
     code_lens_refresh = flag(caps, "/workspace/codeLens/refreshSupport");
 
     std::vector<std::string> warnings;
-    if (const json* options = protocol::optional_member(params, "/initializationOptions",
-                                                        json::value_t::object)) {
+    if (const json* options = protocol::optional_member(params, "/initializationOptions", json::value_t::object)) {
       settings = merge_settings(settings, *options, &warnings);
     }
-    const bool client_pulls = protocol::optional_member(caps, "/textDocument/diagnostic",
-                                                        json::value_t::object) != nullptr;
+    const bool client_pulls =
+        protocol::optional_member(caps, "/textDocument/diagnostic", json::value_t::object) != nullptr;
     pull_mode = client_pulls && settings.pull_diagnostics.value_or(true);
     apply_log_level();
     state = State::Running;
@@ -561,8 +561,7 @@ struct Server::Impl {
     }
     json capabilities = {
         {"positionEncoding", encoding_name},
-        {"textDocumentSync",
-         {{"openClose", true}, {"change", 2}, {"save", {{"includeText", false}}}}},
+        {"textDocumentSync", {{"openClose", true}, {"change", 2}, {"save", {{"includeText", false}}}}},
         {"hoverProvider", true},
         {"codeActionProvider",
          {{"codeActionKinds", {"quickfix", "source.fixAll.graphmend", kNotebookFixAll}}, {"resolveProvider", true}}},
@@ -574,13 +573,11 @@ struct Server::Impl {
         {"executeCommandProvider", {{"commands", commands}}},
     };
     if (pull_mode) {
-      capabilities["diagnosticProvider"] = {{"identifier", "graphmend"},
-                                            {"interFileDependencies", false},
-                                            {"workspaceDiagnostics", true}};
+      capabilities["diagnosticProvider"] = {
+          {"identifier", "graphmend"}, {"interFileDependencies", false}, {"workspaceDiagnostics", true}};
     }
     if (validator) capabilities["codeLensProvider"] = {{"resolveProvider", false}};
-    spdlog::info("initialized: position encoding {}, {} diagnostics", encoding_name,
-                 pull_mode ? "pull" : "push");
+    spdlog::info("initialized: position encoding {}, {} diagnostics", encoding_name, pull_mode ? "pull" : "push");
     reply(id, {{"capabilities", std::move(capabilities)},
                {"serverInfo", {{"name", "graphmend"}, {"version", GRAPHMEND_VERSION}}}});
     for (const std::string& warning : warnings) {
@@ -607,21 +604,18 @@ struct Server::Impl {
           {"method", "workspace/didChangeWatchedFiles"},
           {"registerOptions",
            {{"watchers", {{{"globPattern", "**/pyproject.toml"}}, {{"globPattern", "**/__init__.py"}}}}}}};
-      send_request("client/registerCapability", {{"registrations", {registration}}},
-                   [](const Message&) {});
+      send_request("client/registerCapability", {{"registrations", {registration}}}, [](const Message&) {});
     }
     if (configuration_pull) fetch_configuration();
   }
 
   void fetch_configuration() {
-    send_request("workspace/configuration", {{"items", {{{"section", "graphmend"}}}}},
-                 [this](const Message& response) {
-                   if (response.error || !response.result.is_array() ||
-                       response.result.empty() || !response.result[0].is_object()) {
-                     return;
-                   }
-                   update_settings(response.result[0], "workspace/configuration");
-                 });
+    send_request("workspace/configuration", {{"items", {{{"section", "graphmend"}}}}}, [this](const Message& response) {
+      if (response.error || !response.result.is_array() || response.result.empty() || !response.result[0].is_object()) {
+        return;
+      }
+      update_settings(response.result[0], "workspace/configuration");
+    });
   }
 
   // A settings payload is complete: what it leaves out returns to the default.
@@ -677,8 +671,7 @@ struct Server::Impl {
 
   Config config_for(const OpenDocument& document) {
     Config config;
-    if (document.path != document.uri &&
-        settings.configuration_preference != ConfigurationPreference::EditorOnly) {
+    if (document.path != document.uri && settings.configuration_preference != ConfigurationPreference::EditorOnly) {
       const std::filesystem::path file(document.path);
       const std::filesystem::path dir = file.parent_path();
       auto found = pyproject_for_dir.find(dir);
@@ -727,8 +720,7 @@ struct Server::Impl {
 
   // Records what `source_uri`'s traced code calls in other open documents (`wanted`: target uri ->
   // names, replacing its previous contribution) and re-analyses the targets whose set changed.
-  void set_contribution(const std::string& source_uri,
-                        const std::map<std::string, std::set<std::string>>& wanted) {
+  void set_contribution(const std::string& source_uri, const std::map<std::string, std::set<std::string>>& wanted) {
     std::set<std::string> targets;
     for (const auto& [target, sources] : traced_into) {
       if (sources.count(source_uri) != 0) targets.insert(target);
@@ -814,10 +806,10 @@ struct Server::Impl {
       document.too_large = too_large;
       std::shared_ptr<TreeState> tree_state = document.tree_state;
       if (too_large) {
-        log_message(protocol::message_type::kWarning,
-                    document.uri + " has " + std::to_string(document.snapshot->text->size()) +
-                        " bytes, more than maxFileSize (" +
-                        std::to_string(settings.max_file_bytes) + "): not analysed");
+        log_message(protocol::message_type::kWarning, document.uri + " has " +
+                                                          std::to_string(document.snapshot->text->size()) +
+                                                          " bytes, more than maxFileSize (" +
+                                                          std::to_string(settings.max_file_bytes) + "): not analysed");
         asio::post(document.strand, [tree_state] { tree_state->release(); });
       }
     }
@@ -849,19 +841,16 @@ struct Server::Impl {
     document->version = version;
     document->live_version->store(version);
     document->notebook = std::move(notebook);
-    document->snapshot = std::make_shared<const TextSnapshot>(
-        std::make_shared<const std::string>(std::move(text)));
+    document->snapshot = std::make_shared<const TextSnapshot>(std::make_shared<const std::string>(std::move(text)));
     document->too_large = document->snapshot->text->size() > settings.max_file_bytes;
     documents[uri] = document;
     // The tree is built by the first analysis (on the strand), not here.
     if (document->too_large) {
-      log_message(protocol::message_type::kWarning,
-                  uri + " has " + std::to_string(document->snapshot->text->size()) +
-                      " bytes, more than maxFileSize (" + std::to_string(settings.max_file_bytes) +
-                      "): not analysed");
+      log_message(protocol::message_type::kWarning, uri + " has " + std::to_string(document->snapshot->text->size()) +
+                                                        " bytes, more than maxFileSize (" +
+                                                        std::to_string(settings.max_file_bytes) + "): not analysed");
     }
-    spdlog::info("opened {} (version {}, {} bytes)", uri, version,
-                 document->snapshot->text->size());
+    spdlog::info("opened {} (version {}, {} bytes)", uri, version, document->snapshot->text->size());
     // A file is opened to be read or edited: it keeps its tree and model like an edited one, so the
     // first keystroke is analysed incrementally.
     touch(*document);
@@ -874,9 +863,9 @@ struct Server::Impl {
     const int64_t version = protocol::require_integer(params, "/textDocument/version");
     const json& changes = protocol::require(params, "/contentChanges", json::value_t::array);
     if (version <= document.version) {
-      log_message(protocol::message_type::kWarning,
-                  "ignored a change to " + document.uri + ": version " + std::to_string(version) +
-                      " is not newer than " + std::to_string(document.version));
+      log_message(protocol::message_type::kWarning, "ignored a change to " + document.uri + ": version " +
+                                                        std::to_string(version) + " is not newer than " +
+                                                        std::to_string(document.version));
       return;
     }
     // The tree's edits, posted only once every change was accepted (all or nothing).
@@ -914,10 +903,9 @@ struct Server::Impl {
       const LinePosition end{range.end.line, range.end.character};
       if (!snapshot->lines.is_valid(start, encoding) || !snapshot->lines.is_valid(end, encoding)) {
         log_message(protocol::message_type::kWarning,
-                    "a change to " + uri + " has a range outside the text (" +
-                        std::to_string(start.line) + ":" + std::to_string(start.character) + "-" +
-                        std::to_string(end.line) + ":" + std::to_string(end.character) +
-                        "); clamped to the text");
+                    "a change to " + uri + " has a range outside the text (" + std::to_string(start.line) + ":" +
+                        std::to_string(start.character) + "-" + std::to_string(end.line) + ":" +
+                        std::to_string(end.character) + "); clamped to the text");
       }
       const uint32_t start_offset = snapshot->lines.to_offset(start, encoding);
       const uint32_t end_offset = snapshot->lines.to_offset(end, encoding);
@@ -1300,12 +1288,11 @@ struct Server::Impl {
     const auto delay = document.policy.next(settings.debounce_ms);
     if (delay <= Clock::duration::zero()) return schedule_analysis(document);
     document.debounce.expires_after(delay);
-    document.debounce.async_wait(
-        [this, uri = document.uri, version = document.version](const std::error_code& error) {
-          if (error || exit_code) return;
-          OpenDocument* current = find_document(uri);
-          if (current != nullptr && current->version == version) schedule_analysis(*current);
-        });
+    document.debounce.async_wait([this, uri = document.uri, version = document.version](const std::error_code& error) {
+      if (error || exit_code) return;
+      OpenDocument* current = find_document(uri);
+      if (current != nullptr && current->version == version) schedule_analysis(*current);
+    });
   }
 
   bool is_current(const OpenDocument& document) const {
@@ -1315,8 +1302,7 @@ struct Server::Impl {
 
   void schedule_analysis(OpenDocument& document) {
     if (exit_code || state == State::ShutDown) return;
-    if (document.scheduled_version == document.version &&
-        document.scheduled_generation == document.generation) {
+    if (document.scheduled_version == document.version && document.scheduled_generation == document.generation) {
       return;  // already queued
     }
     document.debounce.cancel();
@@ -1331,8 +1317,8 @@ struct Server::Impl {
       asio::post(io, [this, uri = document.uri, result] { on_analysis_done(uri, result); });
       return;
     }
-    AnalysisJob job{config_for(document), document.uri,         document.path,        document.strand,
-                    document.tree_state,      document.keep_tree,   document.live_version, encoding};
+    AnalysisJob job{config_for(document), document.uri,       document.path,         document.strand,
+                    document.tree_state,  document.keep_tree, document.live_version, encoding};
     asio::post(document.strand, [this, job = std::move(job), result] { run_analysis(job, result); });
   }
 
@@ -1370,7 +1356,8 @@ struct Server::Impl {
       }
       // Fixes are attached to new findings only; carried ones keep theirs.
       auto attach = [](const Document& edited, Analysis& fresh) { attach_fixes(edited, fresh); };
-      IncrementalAnalyzer::Result run = tree_state->analyzer.run(*tree_state->document, job.config, result->generation, attach);
+      IncrementalAnalyzer::Result run =
+          tree_state->analyzer.run(*tree_state->document, job.config, result->generation, attach);
       if (run.analysis.model) {
         result->imported_calls = run.analysis.model->imported_calls_from_traced_code();
       }
@@ -1465,8 +1452,7 @@ struct Server::Impl {
   void on_analysis_dropped(const std::string& uri, const AnalysisResult& result) {
     OpenDocument* document = find_document(uri);
     if (document == nullptr) return;
-    if (document->scheduled_version == result.version &&
-        document->scheduled_generation == result.generation) {
+    if (document->scheduled_version == result.version && document->scheduled_generation == result.generation) {
       document->scheduled_version = -1;
     }
     if (!document->waiters.empty()) schedule_analysis(*document);
@@ -1484,12 +1470,10 @@ struct Server::Impl {
     }
     result->result_id = std::to_string(++next_result_id);
     if (!result->error.empty()) {
-      log_message(protocol::message_type::kError,
-                  "analysis of " + uri + " failed: " + result->error);
+      log_message(protocol::message_type::kError, "analysis of " + uri + " failed: " + result->error);
     }
-    spdlog::debug("analysed {} v{}: {} findings in {:.2f} ms after {:.2f} ms reparsing ({})", uri,
-                  result->version, result->findings.size(),
-                  std::chrono::duration<double, std::milli>(result->elapsed).count(),
+    spdlog::debug("analysed {} v{}: {} findings in {:.2f} ms after {:.2f} ms reparsing ({})", uri, result->version,
+                  result->findings.size(), std::chrono::duration<double, std::milli>(result->elapsed).count(),
                   std::chrono::duration<double, std::milli>(result->reparse_time).count(),
                   result->provisional   ? "provisional: the reparse is past its budget"
                   : result->held        ? "held: the edit broke the syntax"
@@ -1544,8 +1528,7 @@ struct Server::Impl {
   void document_diagnostic(const json& id, const json& params, const std::string& cell = {}) {
     const std::string uri = protocol::require_string(params, "/textDocument/uri");
     std::string previous;
-    if (const json* value =
-            protocol::optional_member(params, "/previousResultId", json::value_t::string)) {
+    if (const json* value = protocol::optional_member(params, "/previousResultId", json::value_t::string)) {
       previous = value->get<std::string>();
     }
     OpenDocument* document = find_document(uri);
@@ -1574,8 +1557,7 @@ struct Server::Impl {
 
   void workspace_diagnostic(const json& id, const json& params) {
     WorkspaceRequest request{id, {}};
-    if (const json* previous =
-            protocol::optional_member(params, "/previousResultIds", json::value_t::array)) {
+    if (const json* previous = protocol::optional_member(params, "/previousResultIds", json::value_t::array)) {
       for (const json& item : *previous) {
         const json* uri = protocol::optional_member(item, "/uri", json::value_t::string);
         const json* value = protocol::optional_member(item, "/value", json::value_t::string);
@@ -1632,8 +1614,7 @@ struct Server::Impl {
         if (documents.count(uri) == 0 && notebook_of_cell.count(uri) == 0 && !value.empty()) {
           // Closed since: clear what the client still shows for it.
           changed = true;
-          items.push_back({{"kind", "full"}, {"uri", uri}, {"version", nullptr},
-                           {"items", json::array()}});
+          items.push_back({{"kind", "full"}, {"uri", uri}, {"version", nullptr}, {"items", json::array()}});
         }
       }
       if (ready && changed) {
@@ -1688,8 +1669,7 @@ struct Server::Impl {
 
   json workspace_edit(const std::string& uri, int64_t version, json edits) const {
     if (document_changes) {
-      json change = {{"textDocument", {{"uri", uri}, {"version", version}}},
-                     {"edits", std::move(edits)}};
+      json change = {{"textDocument", {{"uri", uri}, {"version", version}}}, {"edits", std::move(edits)}};
       return {{"documentChanges", json::array({std::move(change)})}};
     }
     return {{"changes", {{uri, std::move(edits)}}}};
@@ -1783,11 +1763,9 @@ struct Server::Impl {
 
   void code_action(const json& id, const json& params) {
     OpenDocument& document = document_for(params);
-    const protocol::Range range =
-        protocol::range_from_json(protocol::require(params, "/range", json::value_t::object));
+    const protocol::Range range = protocol::range_from_json(protocol::require(params, "/range", json::value_t::object));
     std::vector<std::string> only;
-    if (const json* kinds =
-            protocol::optional_member(params, "/context/only", json::value_t::array)) {
+    if (const json* kinds = protocol::optional_member(params, "/context/only", json::value_t::array)) {
       for (const json& kind : *kinds) {
         if (kind.is_string()) only.push_back(kind.get<std::string>());
       }
@@ -1812,8 +1790,7 @@ struct Server::Impl {
     const uint32_t start = lines.to_offset({range.start.line, range.start.character}, encoding);
     const uint32_t end = lines.to_offset({range.end.line, range.end.character}, encoding);
     json actions = json::array();
-    const bool quickfix =
-        protocol::code_action_kind_requested(only, protocol::code_action_kind::kQuickFix);
+    const bool quickfix = protocol::code_action_kind_requested(only, protocol::code_action_kind::kQuickFix);
     bool any_fixable = false;
     for (std::size_t i = 0; i < result.findings.size(); ++i) {
       const Finding& finding = result.findings[i];
@@ -1853,8 +1830,7 @@ struct Server::Impl {
     if (!fix_all_requested) return reply(id, std::move(actions));
     json fix_all_action = {{"title", "graphmend: fix all graph breaks"},
                            {"kind", fix_all_kind},
-                           {"data", {{"uri", document.uri}, {"version", result.version},
-                                     {"type", "fixAll"}}}};
+                           {"data", {{"uri", document.uri}, {"version", result.version}, {"type", "fixAll"}}}};
     if (resolve_edits) {
       actions.push_back(std::move(fix_all_action));
       return reply(id, std::move(actions));
@@ -1878,8 +1854,7 @@ struct Server::Impl {
     const int64_t version = protocol::require_integer(params, "/data/version");
     OpenDocument* document = find_document(uri);
     if (document == nullptr || document->version != version) {
-      return reply_error(id, errc::kContentModified,
-                         "the document changed since the action was offered");
+      return reply_error(id, errc::kContentModified, "the document changed since the action was offered");
     }
     compute_fix_all(*document, [this, id, action = params](json edit, bool) mutable {
       if (!is_pending(id)) return;
@@ -2013,14 +1988,11 @@ struct Server::Impl {
       if (!changed) return reply(id, nullptr);
       // The client applies the edit (and sends didChange) before it answers: no longer stale.
       if (auto it = pending.find(key_of(id)); it != pending.end()) it->second.uri.clear();
-      send_request("workspace/applyEdit",
-                   {{"label", "graphmend: fix all graph breaks"},
-                    {"edit", std::move(edit)}},
+      send_request("workspace/applyEdit", {{"label", "graphmend: fix all graph breaks"}, {"edit", std::move(edit)}},
                    [this, id](const Message& response) {
                      if (response.error) {
                        return reply_error(id, errc::kRequestFailed,
-                                          "the client did not apply the edit: " +
-                                              response.error->message);
+                                          "the client did not apply the edit: " + response.error->message);
                      }
                      reply(id, nullptr);
                    });
@@ -2040,9 +2012,7 @@ Server::Server(asio::io_context& io, Writer write, ServerOptions options)
 
 Server::~Server() = default;
 
-void Server::set_validator(std::shared_ptr<Validator> validator) {
-  impl_->validator = std::move(validator);
-}
+void Server::set_validator(std::shared_ptr<Validator> validator) { impl_->validator = std::move(validator); }
 
 void Server::on_frame(const protocol::FrameEvent& event) { impl_->on_frame(event); }
 

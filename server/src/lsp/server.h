@@ -8,11 +8,10 @@
 
 #include <functional>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "graphmend/protocol/framing.h"
 #include "graphmend/protocol/jsonrpc.h"

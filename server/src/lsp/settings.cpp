@@ -101,8 +101,8 @@ Settings merge_settings(Settings base, const json& value, std::vector<std::strin
     if (const auto p = it->find("python"); p != it->end() && p->is_string() && !p->get<std::string>().empty())
       base.validator_python = p->get<std::string>();
   }
-  if (const auto it = value.find("validator.python"); it != value.end() && it->is_string() &&
-                                                      !it->get<std::string>().empty())
+  if (const auto it = value.find("validator.python");
+      it != value.end() && it->is_string() && !it->get<std::string>().empty())
     base.validator_python = it->get<std::string>();
   read_bool("pullDiagnostics", [&](bool flag) { base.pull_diagnostics = flag; });
   if (const auto it = value.find("logLevel"); it != value.end()) {

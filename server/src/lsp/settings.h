@@ -3,11 +3,10 @@
 #pragma once
 
 #include <cstddef>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "graphmend/analysis/config.h"
 
@@ -36,21 +35,20 @@ struct Settings {
   std::optional<std::vector<std::string>> ignore;
   std::optional<std::vector<std::string>> extend_select;
   std::optional<Scope> scope;
-  bool unsafe_fixes = false;  // quick fixes and fix-all also apply Unsafe fixes
-  bool fix_all = true;        // offer source.fixAll.graphmend
+  bool unsafe_fixes = false;             // quick fixes and fix-all also apply Unsafe fixes
+  bool fix_all = true;                   // offer source.fixAll.graphmend
   std::optional<bool> pull_diagnostics;  // force pull (true) or push (false); default: client's
   std::optional<std::string> log_level;
   std::size_t max_file_bytes = 4u * 1024u * 1024u;  // larger documents are not analysed
-  bool validate_enable = true;                // validation code lenses and graphmend.validate
-  std::optional<std::string> validator_python;  // interpreter for the validator (else discovered)
+  bool validate_enable = true;                      // validation code lenses and graphmend.validate
+  std::optional<std::string> validator_python;      // interpreter for the validator (else discovered)
 
   bool operator==(const Settings&) const = default;
 };
 
 // Reads the settings it knows from `value` (a settings object, or one with a "graphmend" member)
 // over `base`. Unknown keys are ignored; known keys of the wrong type are reported in `warnings`.
-Settings merge_settings(Settings base, const nlohmann::json& value,
-                        std::vector<std::string>* warnings);
+Settings merge_settings(Settings base, const nlohmann::json& value, std::vector<std::string>* warnings);
 
 // The editor's settings combined with a file's configuration (`config`: its pyproject.toml's, or the
 // defaults), as `configuration_preference` says. `ignore` and `extendSelect` always add to the file's

@@ -166,8 +166,8 @@ std::string ValidatorBridge::summary(const json& r) {
     const json* b = arm.contains("graph_break_count") ? &arm["graph_break_count"] : nullptr;
     return b && b->is_number() ? std::to_string(b->get<int64_t>()) : std::string("?");
   };
-  std::string s = "breaks " + breaks(r.value("original", json::object())) + " → " +
-                  breaks(r.value("fixed", json::object()));
+  std::string s =
+      "breaks " + breaks(r.value("original", json::object())) + " → " + breaks(r.value("fixed", json::object()));
   s += " · cold " + ratio(r.value("cold_start_speedup", json())) + " · steady " +
        ratio(r.value("steady_state_speedup", json()));
   if (r.contains("outputs_match") && r["outputs_match"].is_boolean())
@@ -188,9 +188,11 @@ json ValidatorBridge::code_lenses(const std::string& uri, const std::string& tex
     std::string target = path + "::" + name;
     const json range = {{"start", {{"line", row}, {"character", 0}}}, {"end", {{"line", row}, {"character", 0}}}};
     auto it = last_summary_.find(target);
-    std::string title = it == last_summary_.end() ? "graphmend: validate under torch.compile" : "graphmend: " + it->second;
-    lenses.push_back({{"range", range},
-                      {"command", {{"title", title}, {"command", "graphmend.validate"}, {"arguments", json::array({target})}}}});
+    std::string title =
+        it == last_summary_.end() ? "graphmend: validate under torch.compile" : "graphmend: " + it->second;
+    lenses.push_back(
+        {{"range", range},
+         {"command", {{"title", title}, {"command", "graphmend.validate"}, {"arguments", json::array({target})}}}});
     // The deploy proof is a second lens: it exports, packages and builds C++, which takes longer.
     auto deployed = last_summary_.find(target + kDeploySuffix);
     std::string deploy_title = deployed == last_summary_.end()
@@ -301,8 +303,8 @@ void ValidatorBridge::execute(const std::string& command, const json& arguments,
   spdlog::info("validate {}: started (pid {}, request {})", target, pid, key);
   std::thread([self = shared_from_this(), key, target, deploy, out_fd, err_fd, report = std::move(report),
                done = std::move(done)]() mutable {
-    self->wait_run(std::move(key), target, target + (deploy ? std::string(kDeploySuffix) : std::string()), out_fd, err_fd, std::move(report),
-                   std::move(done));
+    self->wait_run(std::move(key), target, target + (deploy ? std::string(kDeploySuffix) : std::string()), out_fd,
+                   err_fd, std::move(report), std::move(done));
   }).detach();
 }
 

@@ -56,12 +56,23 @@ std::string html_escape(std::string_view text) {
   out.reserve(text.size());
   for (char c : text) {
     switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      case '\'': out += "&#39;"; break;
-      default: out += c;
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      case '\'':
+        out += "&#39;";
+        break;
+      default:
+        out += c;
     }
   }
   return out;
@@ -102,12 +113,15 @@ std::string svg_chart(const std::string& title, const json& original, const json
   auto number = [](const json& v) { return v.is_number() ? v.get<double>() : 0.0; };
   double maximum = std::max({number(original), number(fixed), 1e-12});
   for (const json* range : {&original_range, &fixed_range}) {
-    if (range->is_array() && range->size() == 2 && (*range)[1].is_number()) maximum = std::max(maximum, (*range)[1].get<double>());
+    if (range->is_array() && range->size() == 2 && (*range)[1].is_number())
+      maximum = std::max(maximum, (*range)[1].get<double>());
   }
   std::ostringstream svg;
   svg << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << width << "\" height=\"" << height
-      << "\" viewBox=\"0 0 " << width << ' ' << height << "\" role=\"img\" aria-label=\"" << html_escape(title) << "\">";
-  svg << "<text x=\"" << width / 2 << "\" y=\"20\" text-anchor=\"middle\" class=\"t\">" << html_escape(title) << "</text>";
+      << "\" viewBox=\"0 0 " << width << ' ' << height << "\" role=\"img\" aria-label=\"" << html_escape(title)
+      << "\">";
+  svg << "<text x=\"" << width / 2 << "\" y=\"20\" text-anchor=\"middle\" class=\"t\">" << html_escape(title)
+      << "</text>";
   svg << "<line x1=\"30\" x2=\"" << width - 30 << "\" y1=\"" << top + plot << "\" y2=\"" << top + plot
       << "\" stroke=\"#888\"/>";
   struct Bar {
@@ -134,9 +148,9 @@ std::string svg_chart(const std::string& title, const json& original, const json
       const double hi = top + plot - plot * (*bar.range)[1].get<double>() / maximum;
       const double cx = bar.x + bar_width / 2;
       svg << "<line x1=\"" << cx << "\" x2=\"" << cx << "\" y1=\"" << lo << "\" y2=\"" << hi
-          << "\" stroke=\"#222\"/><line x1=\"" << cx - 6 << "\" x2=\"" << cx + 6 << "\" y1=\"" << hi << "\" y2=\""
-          << hi << "\" stroke=\"#222\"/><line x1=\"" << cx - 6 << "\" x2=\"" << cx + 6 << "\" y1=\"" << lo
-          << "\" y2=\"" << lo << "\" stroke=\"#222\"/>";
+          << "\" stroke=\"#222\"/><line x1=\"" << cx - 6 << "\" x2=\"" << cx + 6 << "\" y1=\"" << hi << "\" y2=\"" << hi
+          << "\" stroke=\"#222\"/><line x1=\"" << cx - 6 << "\" x2=\"" << cx + 6 << "\" y1=\"" << lo << "\" y2=\"" << lo
+          << "\" stroke=\"#222\"/>";
     }
     svg << "<text x=\"" << bar.x + bar_width / 2 << "\" y=\"" << std::max(y - 5, top - 2)
         << "\" text-anchor=\"middle\" class=\"v\">" << html_escape(*bar.label) << "</text>";
@@ -155,10 +169,10 @@ std::string breaks_table_html(const json& arm) {
   for (const json& brk : breaks) {
     std::string location = text_of(field(brk, "file"));
     if (field(brk, "line").is_number_integer()) location += ":" + std::to_string(field(brk, "line").get<long long>());
-    out << "<tr><td><code>" << html_escape(location) << "</code></td><td>" << html_escape(text_of(field(brk, "function")))
-        << "</td><td>" << html_escape(text_of(field(brk, "type"))) << "</td><td>"
-        << html_escape(text_of(field(brk, "registry_id"))) << "</td><td>" << html_escape(text_of(field(brk, "count")))
-        << "</td></tr>";
+    out << "<tr><td><code>" << html_escape(location) << "</code></td><td>"
+        << html_escape(text_of(field(brk, "function"))) << "</td><td>" << html_escape(text_of(field(brk, "type")))
+        << "</td><td>" << html_escape(text_of(field(brk, "registry_id"))) << "</td><td>"
+        << html_escape(text_of(field(brk, "count"))) << "</td></tr>";
   }
   out << "</table>";
   return out.str();
@@ -193,7 +207,8 @@ std::string deploy_cell(const json& arm, std::string_view step) {
   if (step == "outputs_match") {
     if (!flag_of(field(arm, "cpp_ran"))) return "-";
     std::string cell = text_of(field(arm, "outputs_match"));
-    if (field(arm, "max_abs_diff").is_number()) cell += printf_string(" (max |diff| %.3g)", field(arm, "max_abs_diff").get<double>());
+    if (field(arm, "max_abs_diff").is_number())
+      cell += printf_string(" (max |diff| %.3g)", field(arm, "max_abs_diff").get<double>());
     return cell;
   }
   if (step == "cpp_latency") return milliseconds_text(field(arm, "cpp_latency_ms"));
@@ -204,12 +219,15 @@ std::string deploy_cell(const json& arm, std::string_view step) {
 std::vector<DeployRow> deploy_rows(const json& deploy) {
   const json& original = field(deploy, "original");
   const json& fixed = field(deploy, "fixed");
-  const std::pair<const char*, const char*> steps[] = {
-      {"torch.export", "exported"},        {"AOTInductor package", "packaged"},
-      {"C++ run (no Python)", "cpp_ran"},  {"C++ == eager", "outputs_match"},
-      {"C++ latency (median)", "cpp_latency"}, {"torch.compile steady", "python_steady"}};
+  const std::pair<const char*, const char*> steps[] = {{"torch.export", "exported"},
+                                                       {"AOTInductor package", "packaged"},
+                                                       {"C++ run (no Python)", "cpp_ran"},
+                                                       {"C++ == eager", "outputs_match"},
+                                                       {"C++ latency (median)", "cpp_latency"},
+                                                       {"torch.compile steady", "python_steady"}};
   std::vector<DeployRow> rows;
-  for (const auto& [label, step] : steps) rows.push_back({label, deploy_cell(original, step), deploy_cell(fixed, step)});
+  for (const auto& [label, step] : steps)
+    rows.push_back({label, deploy_cell(original, step), deploy_cell(fixed, step)});
   return rows;
 }
 
@@ -226,7 +244,8 @@ std::string deploy_failure(const json& arm) {
   }
   if (!flag_of(field(arm, "packaged"))) return "not packaged: " + text_of(field(arm, "package_error"));
   if (!flag_of(field(arm, "cpp_ran"))) return "C++ run failed: " + text_of(field(arm, "cpp_error"));
-  if (!flag_of(field(arm, "outputs_match"))) return "C++ outputs differ from eager: " + text_of(field(arm, "outputs_difference"));
+  if (!flag_of(field(arm, "outputs_match")))
+    return "C++ outputs differ from eager: " + text_of(field(arm, "outputs_difference"));
   return "";
 }
 
@@ -243,9 +262,9 @@ std::string format_seconds(const json& seconds) {
 std::string format_table(const json& result) {
   std::ostringstream out;
   out << "target   " << text_of(field(result, "target")) << "\n";
-  out << "device   " << text_of(field(result, "device")) << " (" << text_of(field(result, "device_name")) << ") · torch "
-      << text_of(field(result, "torch_version")) << " · backend " << text_of(field(result, "backend")) << " · "
-      << text_of(field(result, "mode")) << " · repeats " << text_of(field(result, "repeats")) << "\n";
+  out << "device   " << text_of(field(result, "device")) << " (" << text_of(field(result, "device_name"))
+      << ") · torch " << text_of(field(result, "torch_version")) << " · backend " << text_of(field(result, "backend"))
+      << " · " << text_of(field(result, "mode")) << " · repeats " << text_of(field(result, "repeats")) << "\n";
   if (field(result, "fixed_mode") == "auto") {
     out << "fixed    graphmend's safe fixes, " << text_of(field(result, "fixes_applied")) << " applied\n";
   } else if (field(result, "fixed_source").is_string()) {
@@ -276,12 +295,14 @@ std::string format_table(const json& result) {
     const long long d = field(fixed, key).get<long long>() - field(original, key).get<long long>();
     return d == 0 ? "0" : (d > 0 ? "+" : "") + std::to_string(d);
   };
-  row("graphs", text_of(field(original, "graph_count")), text_of(field(fixed, "graph_count")), count_change("graph_count"));
+  row("graphs", text_of(field(original, "graph_count")), text_of(field(fixed, "graph_count")),
+      count_change("graph_count"));
   row("graph breaks", text_of(field(original, "graph_break_count")), text_of(field(fixed, "graph_break_count")),
       count_change("graph_break_count"));
   row("fullgraph", text_of(field(original, "fullgraph")), text_of(field(fixed, "fullgraph")), "");
   row("recompiles", text_of(field(original, "recompiles")), text_of(field(fixed, "recompiles")), "");
-  row("compiled == eager", text_of(field(original, "compiled_matches_eager")), text_of(field(fixed, "compiled_matches_eager")), "");
+  row("compiled == eager", text_of(field(original, "compiled_matches_eager")),
+      text_of(field(fixed, "compiled_matches_eager")), "");
   row("cold start", format_seconds(field(original, "cold_start_s")), format_seconds(field(fixed, "cold_start_s")),
       ratio_text(field(result, "cold_start_speedup")));
   row("steady state", format_seconds(field(original, "steady_state_s")), format_seconds(field(fixed, "steady_state_s")),
@@ -294,7 +315,8 @@ std::string format_table(const json& result) {
     if (field(result, "outputs_max_abs_diff").is_number()) {
       out << "  max |diff| " << printf_string("%.3g", field(result, "outputs_max_abs_diff").get<double>());
     }
-    if (!match && field(result, "outputs_difference").is_string()) out << "  (" << field(result, "outputs_difference").get<std::string>() << ")";
+    if (!match && field(result, "outputs_difference").is_string())
+      out << "  (" << field(result, "outputs_difference").get<std::string>() << ")";
     out << "\n";
   }
   if (const json& deploy = field(result, "deploy"); deploy.is_object()) {
@@ -307,7 +329,8 @@ std::string format_table(const json& result) {
       if (has_fixed) out << pad_left(r.fixed, 26);
       out << "\n";
     }
-    for (const auto& [name, key] : {std::pair<std::string_view, const char*>{"original", "original"}, {"fixed", "fixed"}}) {
+    for (const auto& [name, key] :
+         {std::pair<std::string_view, const char*>{"original", "original"}, {"fixed", "fixed"}}) {
       const std::string why = deploy_failure(field(deploy, key));
       if (!why.empty()) out << name << ": " << why << "\n";
     }
@@ -331,7 +354,8 @@ std::string format_table(const json& result) {
     }
     if (lo > 0 && hi / lo > 2.0) {
       out << "warning: " << name << " steady state varied from " << format_seconds(json(lo)) << " to "
-          << format_seconds(json(hi)) << " between repeats (a busy machine? try --threads 1): read its ratio with care\n";
+          << format_seconds(json(hi))
+          << " between repeats (a busy machine? try --threads 1): read its ratio with care\n";
     }
   }
   if (const json& sites = field(result, "break_sites"); sites.is_object()) {
@@ -354,14 +378,16 @@ std::string render_html(const json& result) {
   const json& original = field(result, "original");
   const json& fixed = field(result, "fixed");
   std::ostringstream html;
-  html << "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>graphmend validate: "
-       << html_escape(text_of(field(result, "target"))) << "</title>\n<style>"
-       << "body{font-family:system-ui,sans-serif;margin:2em;color:#222;max-width:1000px}"
-       << "table{border-collapse:collapse;margin:0.5em 0}td,th{border:1px solid #ccc;padding:3px 8px;text-align:left}"
-       << "th{background:#f3f3f3}.charts{display:flex;flex-wrap:wrap;gap:12px}svg{border:1px solid #ddd;background:#fff}"
-       << "svg text{font-size:12px}svg .t{font-weight:600;font-size:13px}.ok{color:#1a7f37}.bad{color:#c0392b;font-weight:600}"
-       << "pre{background:#f6f6f6;padding:1em;overflow:auto;font-size:12px}"
-       << "</style></head><body>\n";
+  html
+      << "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>graphmend validate: "
+      << html_escape(text_of(field(result, "target"))) << "</title>\n<style>"
+      << "body{font-family:system-ui,sans-serif;margin:2em;color:#222;max-width:1000px}"
+      << "table{border-collapse:collapse;margin:0.5em 0}td,th{border:1px solid #ccc;padding:3px 8px;text-align:left}"
+      << "th{background:#f3f3f3}.charts{display:flex;flex-wrap:wrap;gap:12px}svg{border:1px solid #ddd;background:#fff}"
+      << "svg text{font-size:12px}svg "
+         ".t{font-weight:600;font-size:13px}.ok{color:#1a7f37}.bad{color:#c0392b;font-weight:600}"
+      << "pre{background:#f6f6f6;padding:1em;overflow:auto;font-size:12px}"
+      << "</style></head><body>\n";
   html << "<h1>graphmend validate</h1>\n<table>";
   const std::pair<const char*, std::string> meta[] = {
       {"target", text_of(field(result, "target"))},
@@ -380,7 +406,8 @@ std::string render_html(const json& result) {
     html << "<p class=\"bad\">Validation failed: " << html_escape(text_of(field(error, "kind"))) << " in the "
          << html_escape(text_of(field(error, "arm"))) << " arm: " << html_escape(text_of(field(error, "message")))
          << "</p>\n";
-    if (field(error, "traceback").is_string()) html << "<pre>" << html_escape(field(error, "traceback").get<std::string>()) << "</pre>";
+    if (field(error, "traceback").is_string())
+      html << "<pre>" << html_escape(field(error, "traceback").get<std::string>()) << "</pre>";
   } else {
     if (fixed.is_object()) {
       const bool match = field(result, "outputs_match").is_boolean() && field(result, "outputs_match").get<bool>();
@@ -396,20 +423,23 @@ std::string render_html(const json& result) {
     html << svg_chart("graphs", field(original, "graph_count"), field(fixed, "graph_count"),
                       text_of(field(original, "graph_count")), text_of(field(fixed, "graph_count")), nullptr, nullptr);
     html << svg_chart("graph breaks", field(original, "graph_break_count"), field(fixed, "graph_break_count"),
-                      text_of(field(original, "graph_break_count")), text_of(field(fixed, "graph_break_count")), nullptr,
-                      nullptr);
+                      text_of(field(original, "graph_break_count")), text_of(field(fixed, "graph_break_count")),
+                      nullptr, nullptr);
     html << svg_chart("cold start (median, min-max)", field(original, "cold_start_s"), field(fixed, "cold_start_s"),
                       format_seconds(field(original, "cold_start_s")), format_seconds(field(fixed, "cold_start_s")),
                       range_of(original, "cold_start_min_s", "cold_start_max_s"),
                       range_of(fixed, "cold_start_min_s", "cold_start_max_s"));
-    html << svg_chart("steady state (median per call)", field(original, "steady_state_s"), field(fixed, "steady_state_s"),
-                      format_seconds(field(original, "steady_state_s")), format_seconds(field(fixed, "steady_state_s")),
-                      nullptr, nullptr);
+    html << svg_chart("steady state (median per call)", field(original, "steady_state_s"),
+                      field(fixed, "steady_state_s"), format_seconds(field(original, "steady_state_s")),
+                      format_seconds(field(fixed, "steady_state_s")), nullptr, nullptr);
     html << "</div>\n<h2>Per arm</h2><table><tr><th></th><th>original</th><th>fixed</th></tr>";
-    const std::pair<const char*, const char*> rows[] = {
-        {"graphs", "graph_count"}, {"graph breaks (events)", "graph_break_count"}, {"fullgraph=True compiles", "fullgraph"},
-        {"recompiles", "recompiles"}, {"compiled output == eager", "compiled_matches_eager"},
-        {"counting-backend graphs", "counting_backend_graphs"}, {"peak RSS (MiB)", "peak_rss_mb"}};
+    const std::pair<const char*, const char*> rows[] = {{"graphs", "graph_count"},
+                                                        {"graph breaks (events)", "graph_break_count"},
+                                                        {"fullgraph=True compiles", "fullgraph"},
+                                                        {"recompiles", "recompiles"},
+                                                        {"compiled output == eager", "compiled_matches_eager"},
+                                                        {"counting-backend graphs", "counting_backend_graphs"},
+                                                        {"peak RSS (MiB)", "peak_rss_mb"}};
     for (const auto& [label, key] : rows) {
       html << "<tr><th>" << label << "</th><td>" << html_escape(text_of(field(original, key))) << "</td><td>"
            << html_escape(text_of(field(fixed, key))) << "</td></tr>";
@@ -424,7 +454,8 @@ std::string render_html(const json& result) {
     if (const json& deploy = field(result, "deploy"); deploy.is_object()) {
       const bool deployable = flag_of(field(result, "deployable"));
       html << "<h2>Deploy: torch.export, AOTInductor, C++ runner</h2><p>Deployable without Python: <span class=\""
-           << (deployable ? "ok\">yes" : "bad\">no") << "</span></p><table><tr><th></th><th>original</th><th>fixed</th></tr>";
+           << (deployable ? "ok\">yes" : "bad\">no")
+           << "</span></p><table><tr><th></th><th>original</th><th>fixed</th></tr>";
       for (const DeployRow& r : deploy_rows(deploy)) {
         html << "<tr><th>" << html_escape(r.label) << "</th><td>" << html_escape(r.original) << "</td><td>"
              << html_escape(r.fixed) << "</td></tr>";

@@ -41,7 +41,8 @@ constexpr const char* kDescription =
     "TARGET is path/to/file.py::factory, where factory() returns (callable_or_module, args) or\n"
     "(callable, args, kwargs).";
 
-constexpr const char* kFooter = R"(exit status: 0 validated (outputs equal), 1 outputs differ, 2 user code raised, hung, exited or
+constexpr const char* kFooter =
+    R"(exit status: 0 validated (outputs equal), 1 outputs differ, 2 user code raised, hung, exited or
 crashed, 3 usage or environment error, 4 (--deploy) the fixed arm (the original without one) did
 not export, package, run in C++ or match its eager outputs there, 130 interrupted)";
 
@@ -67,7 +68,6 @@ struct Options {
   std::optional<fs::path> report_dir;
 };
 
-
 // The parsed options, or the exit status to stop with (help printed, or a usage error: 3).
 std::variant<Options, int> parse_args(const std::vector<std::string>& args) {
   Options options;
@@ -91,15 +91,13 @@ std::variant<Options, int> parse_args(const std::vector<std::string>& args) {
       ->check(CLI::Validator(
           [](const std::string& v) {
             return v == "auto" || v == "cpu" || v.starts_with("cuda") ? std::string()
-                                                                       : "must be auto, cpu or cuda, got `" + v + "`";
+                                                                      : "must be auto, cpu or cuda, got `" + v + "`";
           },
           "", "device"));
   app->add_option("--backend", options.backend, "torch.compile backend: inductor (default) or eager")
       ->type_name("NAME")
       ->check(CLI::Validator(
-          [](const std::string& v) {
-            return v.empty() ? "needs a backend name (inductor or eager)" : std::string();
-          },
+          [](const std::string& v) { return v.empty() ? "needs a backend name (inductor or eager)" : std::string(); },
           "", "backend"));
   app->add_option("--repeats", options.repeats, "measured runs per arm, alternated (default 3)")
       ->type_name("N")
@@ -154,7 +152,8 @@ std::variant<Options, int> parse_args(const std::vector<std::string>& args) {
                 "progress as JSON lines on stderr, one object per stage (for programs such as the language "
                 "server): {\"progress\": {\"message\": \"original arm, run 1/2\", \"percentage\": 25}}");
   if (auto stop = cli::parse_command_line(*app, args, kExitEnvironment)) return *stop;
-  if (options.target.empty()) return cli::usage_error(*app, "missing TARGET (path/to/file.py::factory)", kExitEnvironment);
+  if (options.target.empty())
+    return cli::usage_error(*app, "missing TARGET (path/to/file.py::factory)", kExitEnvironment);
   if (options.deploy && options.mode != "eval")
     return cli::usage_error(*app, "--deploy exports the model for inference: it needs --mode eval", kExitEnvironment);
   return options;
@@ -228,7 +227,8 @@ int exit_code_for(const json& result) {
     if (kind == "bad_target" || kind == "bad_factory") return kExitEnvironment;
     return kExitUserCode;
   }
-  if (result.contains("outputs_match") && result["outputs_match"].is_boolean() && !result["outputs_match"].get<bool>()) {
+  if (result.contains("outputs_match") && result["outputs_match"].is_boolean() &&
+      !result["outputs_match"].get<bool>()) {
     return kExitOutputsDiffer;
   }
   if (result.contains("deployable") && result["deployable"].is_boolean() && !result["deployable"].get<bool>()) {
@@ -374,7 +374,8 @@ int run_validate_command(const std::vector<std::string>& args) {
       temp.emplace();
       folder = temp->path();
     }
-    if (folder.empty() || ec) return fail(&options, "io", "cannot create a folder for the fixed source", kExitEnvironment);
+    if (folder.empty() || ec)
+      return fail(&options, "io", "cannot create a folder for the fixed source", kExitEnvironment);
     const fs::path fixed_path = fs::absolute(folder / to_fix.filename(), ec);
     {
       std::ofstream out(fixed_path, std::ios::binary | std::ios::trunc);
@@ -396,7 +397,6 @@ int run_validate_command(const std::vector<std::string>& args) {
     }
     fixed_source = fs::absolute(options.fixed, ec).lexically_normal().string();
   }
-
 
   json params = {
       {"target", target_file.string() + "::" + factory},
@@ -428,9 +428,11 @@ int run_validate_command(const std::vector<std::string>& args) {
     result = client.validate(params, on_progress, interrupt.token(), deadline);
   } catch (const ValidatorError& e) {
     client.stop();
-    if (e.kind() == "cancelled") return fail(&options, "cancelled", "interrupted; the running arm was killed", kExitInterrupted);
-    const int code = (e.kind() == "validator_died" || e.kind() == "timeout" || e.kind() == "internal") ? kExitUserCode
-                                                                                                      : kExitEnvironment;
+    if (e.kind() == "cancelled")
+      return fail(&options, "cancelled", "interrupted; the running arm was killed", kExitInterrupted);
+    const int code = (e.kind() == "validator_died" || e.kind() == "timeout" || e.kind() == "internal")
+                         ? kExitUserCode
+                         : kExitEnvironment;
     return fail(&options, e.kind(), e.what(), code);
   }
   client.stop();

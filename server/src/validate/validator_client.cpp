@@ -92,7 +92,8 @@ fs::path find_validator_dir() {
     fs::path dir = exe.parent_path();
     for (int up = 0; up < 4 && !dir.empty(); ++up) {
       if (is_validator_dir(dir / "gpu-validator")) return dir / "gpu-validator";
-      if (is_validator_dir(dir / "share" / "graphmend" / "gpu-validator")) return dir / "share" / "graphmend" / "gpu-validator";
+      if (is_validator_dir(dir / "share" / "graphmend" / "gpu-validator"))
+        return dir / "share" / "graphmend" / "gpu-validator";
       if (dir == dir.parent_path()) break;
       dir = dir.parent_path();
     }
@@ -227,8 +228,8 @@ void ValidatorClient::send(const json& message) {
     const ssize_t n = ::write(stdin_fd_, frame.data() + written, frame.size() - written);
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) {
-      throw ValidatorError("validator_died", "the validator process is gone (write failed: " + errno_text(errno) +
-                                                 ")" + (stderr_tail().empty() ? "" : "\n" + stderr_tail()));
+      throw ValidatorError("validator_died", "the validator process is gone (write failed: " + errno_text(errno) + ")" +
+                                                 (stderr_tail().empty() ? "" : "\n" + stderr_tail()));
     }
     written += static_cast<std::size_t>(n);
   }

@@ -7,19 +7,19 @@
 // start() ignores SIGPIPE for the process, so a validator that dies mid-write cannot kill its caller.
 #pragma once
 
+#include <sys/types.h>
+
 #include <chrono>
 #include <filesystem>
 #include <functional>
 #include <mutex>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <stdexcept>
 #include <stop_token>
 #include <string>
-#include <sys/types.h>
 #include <thread>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "graphmend/protocol/framing.h"
 
@@ -75,7 +75,8 @@ class ValidatorClient {
   // torch_version, cuda_available, device_name, python, ... Throws ValidatorError (torch_missing,
   // torch_too_old, spawn_failed, validator_died, ...); the process is stopped on failure.
   json start(const std::string& python, const std::vector<std::string>& extra_args = {},
-             std::filesystem::path validator_dir = {}, std::chrono::seconds handshake_timeout = std::chrono::seconds(300));
+             std::filesystem::path validator_dir = {},
+             std::chrono::seconds handshake_timeout = std::chrono::seconds(300));
 
   // Sends `validate` and waits for its answer, calling `on_progress` for each `$/progress`. When
   // `cancel` is requested, sends `$/cancelRequest` (the validator kills the running arm's process

@@ -1,14 +1,14 @@
 // One Python source file: its text, line index and tree-sitter tree, reparsed incrementally.
 #pragma once
 
+#include <tree_sitter/api.h>
+
 #include <chrono>
 #include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
-
-#include <tree_sitter/api.h>
 
 #include "graphmend/analysis/finding.h"
 #include "graphmend/analysis/text.h"
@@ -92,7 +92,7 @@ class Document {
   TSParser* parser_ = nullptr;
   TSTree* tree_ = nullptr;
   bool parse_pending_ = false;
-  TSTree* base_ = nullptr;  // the tree at the last rebase(), edited along (positions follow the text)
+  TSTree* base_ = nullptr;    // the tree at the last rebase(), edited along (positions follow the text)
   Changes edits_since_base_;  // the text edits only
 };
 

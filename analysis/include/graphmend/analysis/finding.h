@@ -24,16 +24,16 @@ std::string registry_url(std::string_view id);  // Dynamo's page for the id
 
 // Static metadata of a rule: the single source for messages, `graphmend rule`, and docs/rules/.
 struct RuleInfo {
-  std::string_view code;        // "GM101"
-  std::string_view name;        // "tensor-if"
-  std::string_view family;      // "data-dependent control flow"
-  std::string_view summary;     // one line
-  std::string_view explanation; // why Dynamo breaks here (Markdown)
-  std::string_view registry_id; // Dynamo graph-break id it predicts, e.g. "GB0170"
-  std::string_view fix_summary; // what the fix does, or why there is none
+  std::string_view code;         // "GM101"
+  std::string_view name;         // "tensor-if"
+  std::string_view family;       // "data-dependent control flow"
+  std::string_view summary;      // one line
+  std::string_view explanation;  // why Dynamo breaks here (Markdown)
+  std::string_view registry_id;  // Dynamo graph-break id it predicts, e.g. "GB0170"
+  std::string_view fix_summary;  // what the fix does, or why there is none
   std::string_view example_bad;
   std::string_view example_good;
-  bool fixable = false;         // some findings of this rule may carry a fix
+  bool fixable = false;  // some findings of this rule may carry a fix
   // What the fix keeps and what it may change (docs/fix-safety.md): required for fixable rules.
   std::string_view fix_safety{};
   // A branch on a tensor's value: torch.export (strict or not) cannot guard on it and fails with an error
@@ -86,8 +86,8 @@ struct Finding {
   // The compiled entry that reaches this code, the loop that makes Dynamo skip the frame, ...
   std::vector<RelatedLocation> related;
   bool in_loop = false;
-  std::optional<Fix> fix;       // filled by transforms/
-  std::string no_fix_reason;    // why `fix` is empty, in plain words
+  std::optional<Fix> fix;     // filled by transforms/
+  std::string no_fix_reason;  // why `fix` is empty, in plain words
 };
 
 }  // namespace graphmend

@@ -27,7 +27,7 @@ class Scope {
 };
 
 struct Totals {
-  std::array<uint64_t, static_cast<size_t>(Phase::kCount)> cpu_ns{};  // per phase
+  std::array<uint64_t, static_cast<size_t>(Phase::kCount)> cpu_ns{};   // per phase
   std::array<uint64_t, static_cast<size_t>(Phase::kCount)> entries{};  // how often it was entered
 };
 // The totals since the process started, over all threads.

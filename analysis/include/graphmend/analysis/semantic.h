@@ -2,6 +2,8 @@
 // functions, which of them Dynamo traces (compiled regions), and which values are tensors.
 #pragma once
 
+#include <tree_sitter/api.h>
+
 #include <array>
 #include <memory>
 #include <optional>
@@ -10,8 +12,6 @@
 #include <unordered_map>
 #include <unordered_set>
 #include <vector>
-
-#include <tree_sitter/api.h>
 
 #include "graphmend/analysis/config.h"
 #include "graphmend/analysis/document.h"
@@ -41,7 +41,8 @@ struct ClassInfo {
   std::unordered_map<std::string, std::optional<bool>> literal_attributes;
   std::unordered_map<std::string, std::string> attribute_module_classes;   // self.x = Block(...) -> "Block"
   std::unordered_map<std::string, std::string> attribute_element_classes;  // self.x = ModuleList([Block(...)...])
-  std::unordered_map<std::string, std::string> attribute_constructors;  // self.x = torch.nn.Linear(...) -> qualified  // nullopt: mixed/non-literal
+  std::unordered_map<std::string, std::string>
+      attribute_constructors;  // self.x = torch.nn.Linear(...) -> qualified  // nullopt: mixed/non-literal
 };
 
 // One write to `self.<name>` (or register_buffer/register_parameter) in a method: what the class's
@@ -49,8 +50,8 @@ struct ClassInfo {
 struct AttributeEffect {
   std::string name;
   ValueKind kind = ValueKind::Static;
-  bool buffer = false;                   // register_buffer/register_parameter: always a tensor
-  std::optional<bool> truth;             // the literal's truthiness; nullopt when not a literal
+  bool buffer = false;                     // register_buffer/register_parameter: always a tensor
+  std::optional<bool> truth;               // the literal's truthiness; nullopt when not a literal
   std::optional<std::string> constructor;  // qualified callee of `self.x = torch.nn.Linear(...)`
   // A module class of this file: `self.x = Block(config)` (module_class), or every element of
   // `self.x = nn.ModuleList([Block(config) for _ in range(n)])` (element_class). Calls through them run its forward.
@@ -82,8 +83,8 @@ struct SkippedRegion {
 };
 
 struct FunctionInfo {
-  TSNode node{};  // function_definition (null for functions an incremental update did not re-read)
-  uint32_t index = 0;  // position in SemanticModel::functions()
+  TSNode node{};           // function_definition (null for functions an incremental update did not re-read)
+  uint32_t index = 0;      // position in SemanticModel::functions()
   ByteRange range{};       // the function_definition
   ByteRange body_range{};  // its body block
   std::string name;
@@ -98,11 +99,11 @@ struct FunctionInfo {
   bool assumed_entry = false;
   // Its body runs a training step or a data loop (`.backward()`, `optimizer.step()`, `for b in loader`).
   bool runs_training_loop = false;
-  std::string entry_description;   // "forward of nn.Module subclass Net", "@torch.compile function f"
+  std::string entry_description;  // "forward of nn.Module subclass Net", "@torch.compile function f"
   // Decorators that are plain names (`@dynamic_rope_update`), as written: calling a decorated traced
   // function runs the decorator's wrapper, so the wrapper is traced too.
   std::vector<std::string> decorator_names;
-  ByteRange entry_range{};         // the entry's name, for related information
+  ByteRange entry_range{};  // the entry's name, for related information
   std::unordered_map<std::string, ValueKind> locals;
   std::vector<std::string> params;  // names in order (without self/cls)
   // Parameters that are tensors because every call site in the file passes one (not by their name or
@@ -214,8 +215,7 @@ class SemanticModel {
  private:
   // The entry for `key` in `map` of `cls` or of its nearest base class of this file that has one, or nullptr.
   template <class Map>
-  const typename Map::mapped_type* inherited(const ClassInfo* cls, const std::string& key,
-                                             Map ClassInfo::*map) const;
+  const typename Map::mapped_type* inherited(const ClassInfo* cls, const std::string& key, Map ClassInfo::*map) const;
   void find_deep_regions(TSNode root);
   bool is_skipped(TSNode node) const;
   void collect_imports(TSNode root);
@@ -291,7 +291,7 @@ class SemanticModel {
   // Names bound to functools.partial(torch.compile, ...): calling one compiles its argument. A file with
   // any is rebuilt on every edit (update_after_edit), as calls of them are not tracked.
   std::unordered_set<std::string> compile_aliases_;
-  bool exported_ = false;  // the file calls torch.export.export
+  bool exported_ = false;     // the file calls torch.export.export
   int inference_passes_ = 0;  // passes of the fixpoint the constructor ran (at most kMaxInferencePasses)
   // Start bytes of every import statement and of every call whose callee text ends in "compile".
   std::vector<uint32_t> import_starts_;

@@ -2,12 +2,11 @@
 // outgoing ones, and the error codes of both specifications.
 #pragma once
 
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <stdexcept>
 #include <string>
 #include <string_view>
-
-#include <nlohmann/json.hpp>
 
 namespace graphmend::protocol {
 
@@ -53,10 +52,10 @@ struct ResponseError {
 
 struct Message {
   MessageKind kind = MessageKind::Notification;
-  json id;              // number or string for requests and responses, null for notifications
-  std::string method;   // requests and notifications
-  json params;          // requests and notifications: object, array or null when absent
-  json result;          // responses
+  json id;                             // number or string for requests and responses, null for notifications
+  std::string method;                  // requests and notifications
+  json params;                         // requests and notifications: object, array or null when absent
+  json result;                         // responses
   std::optional<ResponseError> error;  // responses
 };
 

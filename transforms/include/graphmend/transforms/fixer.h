@@ -19,7 +19,7 @@ void attach_fixes(const Document& document, Analysis& analysis);
 std::vector<std::string_view> transforms_for(std::string_view code);
 
 struct FixOptions {
-  bool unsafe = false;   // also apply fixes whose applicability is Unsafe
+  bool unsafe = false;  // also apply fixes whose applicability is Unsafe
   // Bound on the fix loop; 0: to the fixpoint. A fix may only become offerable once a later one is
   // applied (a log call deferred after the graph must come after every effect that follows it), so a
   // chain of N such fixes takes N passes: 0 bounds the loop by the first pass's findings plus 100.
@@ -35,19 +35,18 @@ struct FixOptions {
 bool touches_protected(const std::vector<TextEdit>& edits, const std::vector<ByteRange>& ranges);
 
 struct FixAllResult {
-  std::string text;                // the fixed text (== input when nothing applied)
-  int applied = 0;                 // fixes applied across all passes
+  std::string text;                            // the fixed text (== input when nothing applied)
+  int applied = 0;                             // fixes applied across all passes
   std::map<std::string, int> applied_by_rule;  // the same, per rule code
-  std::vector<Finding> remaining;  // findings left in `text`, fixes attached
+  std::vector<Finding> remaining;              // findings left in `text`, fixes attached
   bool changed = false;
-  bool converged = true;           // false: the pass bound was reached with fixes still to apply
+  bool converged = true;                    // false: the pass bound was reached with fixes still to apply
   std::vector<ByteRange> protected_ranges;  // FixOptions::protected_ranges, where they are in `text`
 };
 
 // Applies non-overlapping fixes, re-analyses and repeats; a pass that adds a syntax error is dropped.
 // Never fixes a file that was not fully read to begin with (syntax errors, regions too deep).
-FixAllResult fix_all(const std::string& path, const std::string& text, const Config& config,
-                     const FixOptions& options);
+FixAllResult fix_all(const std::string& path, const std::string& text, const Config& config, const FixOptions& options);
 // The same, starting from `document` already analysed under `config` (`analysis`, fixes not attached yet),
 // so the first pass does not parse and analyse the file again. `analysis` refers to `document`, which the
 // loop then reuses: it ends as the document of the fixed text.
