@@ -334,6 +334,20 @@ def export():
 """
 
 
+def assert_export_fails(path):
+    """torch.export of the file's Model() on torch.ones(3) fails on a data-dependent value, non-strict (its
+    default) and strict."""
+    torch = pytest.importorskip("torch")
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(path.stem, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    for strict in (False, True):
+        with pytest.raises(Exception, match="data-dependent|Data-dependent"):
+            torch.export.export(module.Model(), (torch.ones(3),), strict=strict)
+
+
 def test_rules_that_say_export_fails_are_the_data_dependent_branches():
     # Metadata drives the message: every rule predicting Dynamo's "Data-dependent branching" (GB0170) says
     # torch.export fails there, and no other rule does.
@@ -347,15 +361,7 @@ def test_an_assert_with_a_dynamic_message_fails_under_torch_export(tmp_path):
     path = write(tmp_path / "asserted.py", ASSERTED)
     (finding,) = findings(path)
     assert finding["code"] == "GM302" and "torch.export.export, called in this file, fails here" in finding["message"]
-    torch = pytest.importorskip("torch")
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location("asserted", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    for strict in (False, True):
-        with pytest.raises(Exception, match="data-dependent|Data-dependent"):
-            torch.export.export(module.Model(), (torch.ones(3),), strict=strict)
+    assert_export_fails(path)
 
 
 def test_data_dependent_branches_say_torch_export_fails_there(tmp_path):
@@ -367,12 +373,4 @@ def test_data_dependent_branches_say_torch_export_fails_there(tmp_path):
     plain = write(tmp_path / "plain.py", EXPORTED.replace("torch.export.export(Model(), (torch.randn(3),))", "Model()"))
     assert all("torch.export" not in f["message"] for f in findings(plain))
     # and torch.export does fail there (non-strict, its default, and strict)
-    torch = pytest.importorskip("torch")
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location("exported", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    for strict in (False, True):
-        with pytest.raises(Exception, match="data-dependent|Data-dependent"):
-            torch.export.export(module.Model(), (torch.randn(3),), strict=strict)
+    assert_export_fails(path)
