@@ -137,6 +137,7 @@ const FunctionInfo* SemanticModel::update_after_edit(const Document::Changes& ed
     }
   };
   bool same = true;
+  const ResolvedCalls calls = resolved_calls(fresh);  // the same in every pass
   for (int pass = 0; pass < inference_passes_ && same; ++pass) {
     show_others(pass, true);
     fresh.call_site_args = target->call_site_args_by_pass[pass];
@@ -148,7 +149,7 @@ const FunctionInfo* SemanticModel::update_after_edit(const Document::Changes& ed
         fresh.return_elements != target->return_elements_by_pass[pass])
       same = false;
     show_others(pass, false);
-    fresh.outgoing_by_pass[pass] = outgoing_calls(fresh);
+    fresh.outgoing_by_pass[pass] = outgoing_calls(fresh, calls);
     if (fresh.outgoing_by_pass[pass] != target->outgoing_by_pass[pass]) same = false;
   }
   show_others(inference_passes_ - 1, false);
