@@ -44,6 +44,20 @@ std::string resolve_module(const std::string& importer, bool importer_is_package
 
 std::string PackageIndex::reexporting_module(const fs::path& importer, const std::string& importer_module,
                                              const std::string& module, const std::string& name) {
+  auto key = std::make_tuple(importer.parent_path().string() + (importer.filename() == "__init__.py" ? "/" : ""),
+                             importer_module, module, name);
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (auto it = answers_.find(key); it != answers_.end()) return it->second;
+  }
+  std::string answer = look_up(importer, importer_module, module, name);
+  std::lock_guard<std::mutex> lock(mutex_);
+  answers_.emplace(std::move(key), answer);
+  return answer;
+}
+
+std::string PackageIndex::look_up(const fs::path& importer, const std::string& importer_module,
+                                  const std::string& module, const std::string& name) {
   const size_t depth = static_cast<size_t>(std::count(importer_module.begin(), importer_module.end(), '.'));
   std::error_code ec;
   fs::path root = fs::absolute(importer, ec).lexically_normal().parent_path();
@@ -87,6 +101,7 @@ void PackageIndex::forget(const fs::path& init) {
   const std::string key = fs::absolute(init, ec).lexically_normal().string();
   std::lock_guard<std::mutex> lock(mutex_);
   imports_by_init_.erase(key);
+  answers_.clear();
 }
 
 }  // namespace graphmend::workspace

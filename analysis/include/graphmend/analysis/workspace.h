@@ -3,8 +3,10 @@
 #pragma once
 
 #include <filesystem>
+#include <map>
 #include <mutex>
 #include <string>
+#include <tuple>
 #include <unordered_map>
 
 namespace graphmend::workspace {
@@ -33,9 +35,15 @@ class PackageIndex {
   void forget(const std::filesystem::path& init);
 
  private:
+  std::string look_up(const std::filesystem::path& importer, const std::string& importer_module,
+                      const std::string& module, const std::string& name);
+
   std::mutex mutex_;
   // __init__.py path (absolute, normal) -> its imports (local name -> dotted origin).
   std::unordered_map<std::string, std::unordered_map<std::string, std::string>> imports_by_init_;
+  // Answers by (importer's folder, importer module, module, name): a workspace pass asks the same
+  // question from every file of a package. Dropped whole by forget().
+  std::map<std::tuple<std::string, std::string, std::string, std::string>, std::string> answers_;
 };
 
 }  // namespace graphmend::workspace
