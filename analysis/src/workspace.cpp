@@ -46,18 +46,21 @@ std::string PackageIndex::reexporting_module(const fs::path& importer, const std
                                              const std::string& module, const std::string& name) {
   auto key = std::make_tuple(importer.parent_path().string() + (importer.filename() == "__init__.py" ? "/" : ""),
                              importer_module, module, name);
+  uint64_t generation = 0;
   {
     std::lock_guard<std::mutex> lock(mutex_);
     if (auto it = answers_.find(key); it != answers_.end()) return it->second;
+    generation = generation_;
   }
-  std::string answer = look_up(importer, importer_module, module, name);
+  std::string answer = look_up(importer, importer_module, module, name, generation);
   std::lock_guard<std::mutex> lock(mutex_);
-  answers_.emplace(std::move(key), answer);
+  // A forget() meanwhile: the answer may come from the old file; it is given, not kept.
+  if (generation == generation_) answers_.emplace(std::move(key), answer);
   return answer;
 }
 
 std::string PackageIndex::look_up(const fs::path& importer, const std::string& importer_module,
-                                  const std::string& module, const std::string& name) {
+                                  const std::string& module, const std::string& name, uint64_t generation) {
   const size_t depth = static_cast<size_t>(std::count(importer_module.begin(), importer_module.end(), '.'));
   std::error_code ec;
   fs::path root = fs::absolute(importer, ec).lexically_normal().parent_path();
@@ -72,25 +75,27 @@ std::string PackageIndex::look_up(const fs::path& importer, const std::string& i
   }
   init /= "__init__.py";
   if (!fs::is_regular_file(init, ec)) return "";
-  // Parsed once per package (a package re-exports many names); the origin is copied out under the lock.
+  // Parsed once per package (a package re-exports many names), outside the lock: other lookups go on meanwhile.
   const std::string local = name.starts_with("@") ? name.substr(1) : name.substr(0, name.find('.'));
-  std::string origin;
+  std::shared_ptr<const Imports> imports;
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    auto it = imports_by_init_.find(init.string());
-    if (it == imports_by_init_.end()) {
-      // Imports are ASCII in practice: the bytes as they are (a BOM dropped) are enough to read them.
-      std::ifstream in(init, std::ios::binary);
-      std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-      if (text.starts_with("\xEF\xBB\xBF")) text.erase(0, 3);
-      Document document(init.string(), std::move(text));
-      SemanticModel model(document, Scope::Compiled);
-      it = imports_by_init_.emplace(init.string(), model.imports()).first;
-    }
-    const auto bound = it->second.find(local);
-    if (bound == it->second.end()) return "";
-    origin = bound->second;
+    if (auto it = imports_by_init_.find(init.string()); it != imports_by_init_.end()) imports = it->second;
   }
+  if (!imports) {
+    // Imports are ASCII in practice: the bytes as they are (a BOM dropped) are enough to read them.
+    std::ifstream in(init, std::ios::binary);
+    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    if (text.starts_with("\xEF\xBB\xBF")) text.erase(0, 3);
+    Document document(init.string(), std::move(text));
+    SemanticModel model(document, Scope::Compiled);
+    imports = std::make_shared<const Imports>(model.imports());
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (generation == generation_) imports_by_init_.emplace(init.string(), imports);
+  }
+  const auto bound = imports->find(local);
+  if (bound == imports->end()) return "";
+  const std::string origin = bound->second;
   const auto dot = origin.rfind('.');
   if (dot == std::string::npos || origin.substr(dot + 1) != local) return "";  // renamed: not followed
   return resolve_module(module, true, origin.substr(0, dot));
@@ -102,6 +107,7 @@ void PackageIndex::forget(const fs::path& init) {
   std::lock_guard<std::mutex> lock(mutex_);
   imports_by_init_.erase(key);
   answers_.clear();
+  ++generation_;
 }
 
 }  // namespace graphmend::workspace

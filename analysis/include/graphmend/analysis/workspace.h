@@ -4,6 +4,7 @@
 
 #include <filesystem>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <tuple>
@@ -36,11 +37,15 @@ class PackageIndex {
 
  private:
   std::string look_up(const std::filesystem::path& importer, const std::string& importer_module,
-                      const std::string& module, const std::string& name);
+                      const std::string& module, const std::string& name, uint64_t generation);
 
   std::mutex mutex_;
-  // __init__.py path (absolute, normal) -> its imports (local name -> dotted origin).
-  std::unordered_map<std::string, std::unordered_map<std::string, std::string>> imports_by_init_;
+  // Counts forget() calls: what was computed from a file read before the latest one is not kept.
+  uint64_t generation_ = 0;
+  // __init__.py path (absolute, normal) -> its imports (local name -> dotted origin), shared with the
+  // lookups reading them outside the lock.
+  using Imports = std::unordered_map<std::string, std::string>;
+  std::unordered_map<std::string, std::shared_ptr<const Imports>> imports_by_init_;
   // Answers by (importer's folder, importer module, module, name): a workspace pass asks the same
   // question from every file of a package. Dropped whole by forget().
   std::map<std::tuple<std::string, std::string, std::string, std::string>, std::string> answers_;
