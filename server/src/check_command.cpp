@@ -364,11 +364,10 @@ Outcome check_notebook(const fs::path& path, const std::optional<std::string>& s
   out.report.cell_starts = virt.cell_starts();
   out.report.cell_numbers = virt.cell_numbers();
   Document document(path.string(), virt.text);
-  Analysis analysis = analyze(document, config);
+  Analysis analysis = check(document, config);
   out.report.problems = analysis.problems;
   out.imported_calls = analysis.model->imported_calls_from_traced_code();
   if (!(o.fix || o.diff) || !analysis.fully_read()) {
-    attach_fixes(document, analysis);
     drop_cross_cell_fixes(analysis.findings, virt.protected_ranges);
     out.report.findings = std::move(analysis.findings);
     out.report.text = virt.text;
@@ -453,12 +452,11 @@ Outcome check_one(const fs::path& path, const std::optional<std::string>& stdin_
     }
   }
   Document document(path.string(), source.text);
-  Analysis analysis = analyze(document, config);
+  Analysis analysis = check(document, config);
   out.report.problems = analysis.problems;
   out.imported_calls = analysis.model->imported_calls_from_traced_code();
   // Never fix a file we could not fully read (syntax errors, regions too deep); report what we can.
   if (!(o.fix || o.diff) || !analysis.fully_read()) {
-    attach_fixes(document, analysis);
     out.report.findings = std::move(analysis.findings);
     out.report.text = std::move(source.text);
     if (!cache_key.empty()) {

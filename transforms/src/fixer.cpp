@@ -17,6 +17,18 @@ std::vector<std::string_view> transforms_for(std::string_view code) {
   return names;
 }
 
+Analysis check(const Document& document, const Config& config) {
+  Analysis analysis = analyze(document, config);
+  attach_fixes(document, analysis);
+  return analysis;
+}
+
+IncrementalAnalyzer::Result check_incremental(IncrementalAnalyzer& analyzer, Document& document, const Config& config,
+                                              uint64_t generation) {
+  auto attach = [](const Document& edited, Analysis& fresh) { attach_fixes(edited, fresh); };
+  return analyzer.run(document, config, generation, attach);
+}
+
 void attach_fixes(const Document& document, Analysis& analysis) {
   timing::Scope fixing(timing::Phase::Fixes);
   if (!analysis.model) return;
@@ -113,7 +125,7 @@ bool touches_protected(const std::vector<TextEdit>& edits, const std::vector<Byt
 FixAllResult fix_all(const std::string& path, const std::string& text, const Config& config,
                      const FixOptions& fix_options) {
   Document document(path, text);
-  Analysis analysis = analyze(document, config);
+  Analysis analysis = check(document, config);
   return fix_all(document, std::move(analysis), config, fix_options);
 }
 
@@ -125,7 +137,6 @@ FixAllResult fix_all(Document& document, Analysis analysis, const Config& config
   const std::string text = document.text();
   result.text = text;
   result.protected_ranges = options.protected_ranges;
-  attach_fixes(document, analysis);
   if (!analysis.fully_read()) {
     result.remaining = std::move(analysis.findings);
     return result;  // never fix a file we could not fully read
@@ -171,8 +182,7 @@ FixAllResult fix_all(Document& document, Analysis analysis, const Config& config
     result.applied += static_cast<int>(chosen.size());
     for (const auto& code : chosen) ++result.applied_by_rule[code];
     document = std::move(candidate);
-    analysis = analyze(document, config);
-    attach_fixes(document, analysis);
+    analysis = check(document, config);
   }
   result.changed = result.text != text;
   result.remaining = std::move(analysis.findings);

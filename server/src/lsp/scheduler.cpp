@@ -264,10 +264,8 @@ void Scheduler::run_analysis(const AnalysisJob& job, std::shared_ptr<AnalysisRes
       spdlog::error("{}: tree text out of sync with version {}; reparsing", uri, result->version);
       tree_state->document = std::make_unique<Document>(job.path, *result->snapshot->text);
     }
-    // Fixes are attached to new findings only; carried ones keep theirs.
-    auto attach = [](const Document& edited, Analysis& fresh) { attach_fixes(edited, fresh); };
     IncrementalAnalyzer::Result run =
-        tree_state->analyzer.run(*tree_state->document, job.config, result->generation, attach);
+        check_incremental(tree_state->analyzer, *tree_state->document, job.config, result->generation);
     if (run.analysis.model) {
       result->imported_calls = run.analysis.model->imported_calls_from_traced_code();
     }

@@ -10,8 +10,17 @@
 
 namespace graphmend {
 
+// The engine's one entry: the analysis of `document` under `config`, each finding with its fix (or the
+// reason it has none). `check` reports it, `--fix` starts its loop from it, the server publishes it.
+Analysis check(const Document& document, const Config& config);
+
+// Its incremental twin, for an editor: IncrementalAnalyzer::run, with fixes attached to the findings it
+// computed afresh (the ones it carried through the edit keep theirs).
+IncrementalAnalyzer::Result check_incremental(IncrementalAnalyzer& analyzer, Document& document, const Config& config,
+                                              uint64_t generation);
+
 // Fills `fix` (or `no_fix_reason`) of each finding in `analysis`, using the document's facts. None
-// when a region of the file was too deeply nested to analyse.
+// when a region of the file was too deeply nested to analyse. (check() does this.)
 void attach_fixes(const Document& document, Analysis& analysis);
 
 // The transforms that may fix findings of rule `code`, by name, in the order they are tried (each has
@@ -47,7 +56,7 @@ struct FixAllResult {
 // Applies non-overlapping fixes, re-analyses and repeats; a pass that adds a syntax error is dropped.
 // Never fixes a file that was not fully read to begin with (syntax errors, regions too deep).
 FixAllResult fix_all(const std::string& path, const std::string& text, const Config& config, const FixOptions& options);
-// The same, starting from `document` already analysed under `config` (`analysis`, fixes not attached yet),
+// The same, starting from `document` already checked under `config` (`analysis`: check()'s result),
 // so the first pass does not parse and analyse the file again. `analysis` refers to `document`, which the
 // loop then reuses: it ends as the document of the fixed text.
 FixAllResult fix_all(Document& document, Analysis analysis, const Config& config, const FixOptions& fix_options);
