@@ -32,6 +32,7 @@ bench: build
 
 docs: build
 	$(BUILD_DIR)/graphmend rule --write-docs docs/rules
+	python3 scripts/generate-rule-table.py --graphmend $(BUILD_DIR)/graphmend
 
 registry: setup
 	$(PY) scripts/gen_registry.py analysis/generated/dynamo_registry.inc

@@ -131,6 +131,7 @@ int run_rule(const std::vector<std::string>& args) {
                      {"fix_safety", r->fix_safety},
                      {"fixable", r->fixable},
                      {"export_fails", r->export_fails},
+                     {"opt_in", opt_in_rule(r->code)},
                      {"transforms", transforms_for(r->code)},
                      {"url", nullptr}});
       // The page's link (docs/check.md, "Rule links"), null when there is none.

@@ -1,9 +1,10 @@
 """Every rule is whole: one source file, fixtures and (when fixable) transforms with snapshot cases, all
-under the rule's own name, and a row in the README's table. Read from the rule metadata
+under the rule's own name, and a row in the README's table (generated from the metadata). Read from the rule metadata
 (`graphmend rule --all --output-format json`), so a new rule that misses one of them fails here."""
 import json
 import re
 import subprocess
+import sys
 
 import pytest
 
@@ -60,3 +61,22 @@ def test_the_readme_table_lists_each_rule_in_its_family(rules):
         assert rule["family"] in rows, f"README: no row for the family {rule['family']!r}"
     listed = {code: family for family, text in rows.items() for code in re.findall(r"\bGM\d{3}\b", text)}
     assert listed == {rule["code"]: rule["family"] for rule in rules}
+
+
+def test_the_readme_table_is_the_one_generated_from_the_metadata():
+    check = subprocess.run([sys.executable, str(ROOT / "scripts" / "generate-rule-table.py"), "--check",
+                            "--graphmend", str(BIN)], capture_output=True, text=True)
+    assert check.returncode == 0, check.stderr
+
+
+def test_the_table_generator_notices_a_stale_table(tmp_path):
+    readme = tmp_path / "README.md"
+    text = (ROOT / "README.md").read_text()
+    begin = text.index("<!-- rules:begin -->")
+    readme.write_text(text[:begin] + text[begin:].replace("| side effects |", "| side effect |", 1))
+    check = subprocess.run([sys.executable, str(ROOT / "scripts" / "generate-rule-table.py"), "--check",
+                            "--graphmend", str(BIN), "--readme", str(readme)], capture_output=True, text=True)
+    assert check.returncode == 1 and "out of date" in check.stderr
+    fixed = subprocess.run([sys.executable, str(ROOT / "scripts" / "generate-rule-table.py"),
+                            "--graphmend", str(BIN), "--readme", str(readme)], capture_output=True, text=True)
+    assert fixed.returncode == 0 and readme.read_text() == text
