@@ -26,7 +26,6 @@ import functools
 import json
 import linecache
 import os
-import re
 import sys
 import time
 import traceback
@@ -38,8 +37,10 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 def _setup_path(pkg_root: str | None) -> None:
     here = os.path.dirname(os.path.abspath(__file__))
-    if here not in sys.path:
-        sys.path.insert(0, here)
+    validator = os.path.normpath(os.path.join(here, "..", "..", "gpu-validator"))  # the shared break recorder
+    for path in (validator, here):
+        if path not in sys.path:
+            sys.path.insert(0, path)
     if pkg_root:
         sys.path.insert(0, os.path.abspath(pkg_root))
 
@@ -100,15 +101,16 @@ def _char_column(filename: str, lineno: int, byte_col: int) -> int:
 
 
 class Recorder:
-    """Hooks Dynamo's graph-break logging and line tracking for the duration of a run."""
+    """Dynamo's graph breaks (graphmend_validator.break_recorder, shared with the oracle) and the source
+    positions it traced, recorded for the duration of a run."""
 
     def __init__(self, roots: tuple[str, ...]):
-        import torch
         from torch._dynamo.symbolic_convert import InstructionTranslatorBase
 
+        _setup_path(None)
         import sites
+        from graphmend_validator.break_recorder import BreakRecorder
 
-        self.torch = torch
         self.sites = sites
         self.roots = roots
         self.events: list[dict] = []
@@ -119,19 +121,10 @@ class Recorder:
         self.positions: dict[str, set[tuple[int, int]]] = {}
         self.mode = None
         itb = InstructionTranslatorBase
-        orig_log = itb.log_graph_break
         orig_line = itb.starts_line
         orig_step = itb.step
         rec = self
         rel_of_code: dict[object, str | None] = {}
-
-        def log_graph_break(self_, code_options, reason, exc):
-            if not getattr(exc, "logged", False):
-                try:
-                    rec._record(reason, exc)
-                except Exception as e:  # never let the harness change Dynamo's behaviour
-                    rec.events.append({"mode": rec.mode, "kind": "harness error", "error": repr(e)})
-            return orig_log(self_, code_options, reason, exc)
 
         def starts_line(self_, lineno):
             rel = sites.package_relpath(self_.f_code.co_filename, rec.roots)
@@ -152,37 +145,38 @@ class Recorder:
                         (pos.lineno, _char_column(code.co_filename, pos.lineno, pos.col_offset)))
             return orig_step(self_)
 
-        itb.log_graph_break = log_graph_break
+        # a failure in _record never changes Dynamo's behaviour: the recorder keeps it from Dynamo
+        self._breaks = BreakRecorder(on_event=self._record, on_error=self._harness_error).install()
         itb.starts_line = starts_line
         itb.step = step
-        self._restore = (itb, orig_log, orig_line, orig_step)
+        self._restore = (itb, orig_line, orig_step)
 
     def uninstall(self) -> None:
-        itb, orig_log, orig_line, orig_step = self._restore
-        itb.log_graph_break = orig_log
+        itb, orig_line, orig_step = self._restore
         itb.starts_line = orig_line
         itb.step = orig_step
+        self._breaks.uninstall()
 
-    def _record(self, reason: str, exc) -> None:
-        torch = self.torch
-        stack = getattr(exc, "real_stack", None) or torch._guards.TracingContext.extract_stack()
-        gb_type = getattr(exc, "gb_type", None) or type(exc).__name__
-        msg = getattr(exc, "msg", None) or str(exc)
+    def _harness_error(self, error: BaseException) -> None:
+        self.events.append({"mode": self.mode, "kind": "harness error", "error": repr(error)})
+
+    def _record(self, event) -> None:
+        gb_type = event.gb_chain[0]  # the type Dynamo raised; for a loop (GB7000) the kind is its cause's
+        msg = event.message
         first = msg.strip().splitlines()[0].strip() if msg.strip() else gb_type
-        in_loop = gb_type == "graph break in loop"
+        in_loop = event.in_loop
         kind = first if in_loop else gb_type
-        ids = re.findall(r"/gb/(gb\d{4})\.html", msg)
         chain = []
-        for fs in stack:
+        for fs in event.frames:
             fr = self.sites.frame_of(fs.filename, fs.lineno or 0, fs.name, self.roots)
             if fr is not None:
                 chain.append(vars(fr))
-        ev = {"mode": self.mode, "kind": kind, "gb_id": ids[0].upper() if ids else "", "in_loop": in_loop,
-              "reason": reason.strip().splitlines()[0][:200] if reason else "",
+        ev = {"mode": self.mode, "kind": kind, "gb_id": event.gb_id, "in_loop": in_loop,
+              "reason": event.reason[:200],
               "detail": first[:200] if not in_loop else msg.split("*** While handling")[0].strip()[:400],
               "file": None}
-        if stack:
-            inner = stack[-1]
+        inner = event.innermost
+        if inner is not None:
             ev["innermost"] = {"file": inner.filename, "line": inner.lineno, "function": inner.name}
         if chain:
             ev.update(chain[-1])

@@ -273,7 +273,13 @@ def finite(value):
 
 
 class BreakRecorder(logging.Handler):
-    """Collects Dynamo's graph-break and recompile log records (TORCH_LOGS=graph_breaks,recompiles)."""
+    """Collects Dynamo's graph-break and recompile log records (TORCH_LOGS=graph_breaks,recompiles).
+
+    Log records, not break_recorder's `log_graph_break` hook (the oracle's and the benchmark's): the
+    validator runs on the user's torch, 2.2 and later, and older releases log breaks through a
+    module-level `log_graph_break(code_options, reason, exc_info, user_stack)` that is handed no
+    exception to read. Recompiles are only log records. On torch 2.13 both see the same breaks
+    (tests/validator/test_break_recorder.py)."""
 
     def __init__(self, torch_dir):
         super().__init__(level=logging.DEBUG)

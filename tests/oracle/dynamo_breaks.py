@@ -4,13 +4,13 @@
 once, and returns a `DynamoReport`: every graph-break event Dynamo logged, each attributed to the
 innermost frame of its user stack that lies in `filename` (the fixture), plus cross-checks.
 
-How events are captured: `InstructionTranslatorBase.log_graph_break` is the single funnel through
-which every graph break Dynamo takes (resumed breaks, jumps on tensors, and frames it gives up on)
-is logged in 2.13; we wrap it for the duration of one run and read the exception it is handed:
-`exc.real_stack` (the user stack at the failing instruction) and `exc.msg`, whose first line is the
-root gb_type. Attribution uses the innermost fixture frame, so a break inside a helper that first
-surfaces at the call site in `forward` and then again inside the helper's own frame collapses to
-the helper's line (one site, two events).
+How events are captured: graphmend_validator.break_recorder (shared with the benchmark) wraps
+`InstructionTranslatorBase.log_graph_break`, the single funnel through which every graph break Dynamo
+takes (resumed breaks, jumps on tensors, and frames it gives up on) is logged in 2.13, for the duration
+of one run, and reads the exception it is handed: `exc.real_stack` (the user stack at the failing
+instruction) and `exc.msg`, whose first line is the root gb_type. Attribution uses the innermost fixture
+frame, so a break inside a helper that first surfaces at the call site in `forward` and then again inside
+the helper's own frame collapses to the helper's line (one site, two events).
 
 Loops: a break inside a `for`/`while` loop makes Dynamo raise "graph break in loop" (GB7000) and
 skip the whole frame. That exception carries the original break's stack and message, so we report
@@ -28,32 +28,23 @@ Cross-checks (raise `OracleInconsistency` on mismatch):
 """
 from __future__ import annotations
 
-import contextlib
 import dataclasses
-import json
 import os
+import sys
 from typing import Any, Callable, Sequence
 
 import torch
 import torch._dynamo
-from torch._dynamo import symbolic_convert
 from torch._dynamo.utils import counters
 
-_REGISTRY_PATH = os.path.join(os.path.dirname(torch._dynamo.__file__), "graph_break_registry.json")
+_VALIDATOR_DIR = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..",
+                                              "gpu-validator"))
+if _VALIDATOR_DIR not in sys.path:
+    sys.path.insert(0, _VALIDATOR_DIR)
 
+from graphmend_validator.break_recorder import BreakRecorder, registry_ids  # noqa: E402
 
-def _load_registry() -> dict[str, str]:
-    with open(_REGISTRY_PATH, encoding="utf-8") as f:
-        reg = json.load(f)
-    ids: dict[str, str] = {}
-    for gb_id, variants in reg.items():
-        for variant in variants:
-            ids.setdefault(variant["Gb_type"], gb_id)
-    return ids
-
-
-GB_IDS = _load_registry()
-LOOP_GB_TYPE = "graph break in loop"
+GB_IDS = registry_ids()
 
 
 class OracleInconsistency(AssertionError):
@@ -101,14 +92,6 @@ def _in_fixture(frame_file: str, filename: str) -> bool:
     return _same_file(frame_file, filename) or os.path.basename(frame_file) == os.path.basename(filename)
 
 
-def _root_gb_type(exc: BaseException) -> str:
-    msg = getattr(exc, "msg", None) or str(exc)
-    head = msg.splitlines()[0].strip() if msg else ""
-    if head in GB_IDS:
-        return head
-    return getattr(exc, "gb_type", "") or type(exc).__name__
-
-
 def _attribute(stack: Sequence[Any], filename: str) -> tuple[str, int, str]:
     for frame in reversed(stack):
         if _in_fixture(frame.filename, filename):
@@ -119,27 +102,10 @@ def _attribute(stack: Sequence[Any], filename: str) -> tuple[str, int, str]:
     return "<unknown>", 0, "<unknown>"
 
 
-@contextlib.contextmanager
-def _capture(filename: str, sink: list[BreakEvent]):
-    original = symbolic_convert.InstructionTranslatorBase.log_graph_break
-
-    def wrapper(self, code_options, reason, exc):
-        if not getattr(exc, "logged", False):
-            stack = list(getattr(exc, "real_stack", None) or [])
-            fname, lineno, func = _attribute(stack, filename)
-            root = _root_gb_type(exc)
-            sink.append(BreakEvent(
-                filename=fname, lineno=lineno, function=func, gb_type=root,
-                gb_id=GB_IDS.get(root, ""),
-                in_loop=getattr(exc, "gb_type", "") == LOOP_GB_TYPE,
-                stack=tuple((f.filename, f.lineno, f.name) for f in stack)))
-        return original(self, code_options, reason, exc)
-
-    symbolic_convert.InstructionTranslatorBase.log_graph_break = wrapper
-    try:
-        yield
-    finally:
-        symbolic_convert.InstructionTranslatorBase.log_graph_break = original
+def _site(event, filename: str) -> BreakEvent:
+    fname, lineno, func = _attribute(event.frames, filename)
+    return BreakEvent(filename=fname, lineno=lineno, function=func, gb_type=event.gb_type, gb_id=event.gb_id,
+                      in_loop=event.in_loop, stack=event.frames)
 
 
 def is_driver(fn: Any) -> bool:
@@ -155,7 +121,6 @@ def find_breaks(fn: Callable, args: tuple, filename: str, *, cross_check: bool =
     """Run `fn(*args)` once under torch.compile (counting eager backend) and report its breaks."""
     torch._dynamo.reset()
     counters.clear()
-    events: list[BreakEvent] = []
     graphs: list[Any] = []
 
     def counting_backend(gm, example_inputs):
@@ -164,7 +129,7 @@ def find_breaks(fn: Callable, args: tuple, filename: str, *, cross_check: bool =
 
     error: BaseException | None = None
     driver = is_driver(fn)
-    with _capture(filename, events):
+    with BreakRecorder() as recorder:
         # an eager driver (a @torch.compiler.disable function, like a training script) is called
         # as is: the compiled functions it calls are then root frames, as in real use; wrapping it
         # in another torch.compile would make them inlined frames and change Dynamo's behaviour
@@ -190,6 +155,9 @@ def find_breaks(fn: Callable, args: tuple, filename: str, *, cross_check: bool =
                     explain_lines.add(_attribute(stack, filename)[1])
         torch._dynamo.reset()
 
+    if recorder.errors:
+        raise OracleInconsistency(f"the break recorder failed: {recorder.errors[0]!r}")
+    events = [_site(e, filename) for e in recorder.events]
     report = DynamoReport(events=events, graphs=len(graphs), explain_lines=explain_lines, error=error)
     if cross_check:
         _cross_check(report, filename, graph_break_counter, unimplemented_counter)
