@@ -18,11 +18,17 @@ bool lone_cr(std::string_view text, size_t i) {
   return text[i] == '\r' && (i + 1 >= text.size() || text[i + 1] != '\n');
 }
 
-TSPoint point_at(const std::string& text, uint32_t offset) {
-  // tree-sitter points are (row, byte column); "\n" starts a row, and so does a lone "\r", which the
-  // parser reads as "\n".
-  TSPoint point{0, 0};
-  for (uint32_t i = 0; i < offset && i < text.size(); ++i) {
+// The tree-sitter point of `offset`: (row, byte column). "\n" starts a row, and so does a lone "\r", which
+// the parser reads as "\n": the rows are `lines`' (the LineIndex of `text`).
+TSPoint point_at(const LineIndex& lines, uint32_t offset) {
+  const uint32_t row = lines.line_of(offset);
+  return TSPoint{row, offset - lines.line_start(row)};
+}
+
+// `from` (the point of `start`) moved over text[start, end).
+TSPoint advance(TSPoint from, const std::string& text, uint32_t start, uint32_t end) {
+  TSPoint point = from;
+  for (uint32_t i = start; i < end && i < text.size(); ++i) {
     if (text[i] == '\n' || lone_cr(text, i)) {
       ++point.row;
       point.column = 0;
@@ -120,10 +126,11 @@ bool Document::apply_edit(ByteRange range, std::string_view new_text, std::chron
   edit.start_byte = range.start;
   edit.old_end_byte = range.end;
   edit.new_end_byte = range.start + static_cast<uint32_t>(new_text.size());
-  edit.start_point = point_at(text_, range.start);
-  edit.old_end_point = point_at(text_, range.end);
+  // From the old text's line index, which text_changed() then builds for the new one.
+  edit.start_point = point_at(lines_, range.start);
+  edit.old_end_point = point_at(lines_, range.end);
   text_.replace(range.start, range.end - range.start, new_text);
-  edit.new_end_point = point_at(text_, edit.new_end_byte);
+  edit.new_end_point = advance(edit.start_point, text_, edit.start_byte, edit.new_end_byte);
   // tree_ is the last complete tree, or the one a pending parse started from: either way the tree the
   // next parse reuses, edited to match the text. A halted parse is dropped and starts over.
   if (parse_pending_) ts_parser_reset(parser_);

@@ -1,6 +1,7 @@
 #include "graphmend/analysis/text.h"
 
 #include <algorithm>
+#include <cstring>
 #include <stdexcept>
 
 namespace graphmend {
@@ -31,7 +32,19 @@ uint32_t count_units(std::string_view text, uint32_t begin, uint32_t end, Positi
 }  // namespace
 
 LineIndex::LineIndex(std::string_view text) : text_(text) {
+  line_starts_.reserve(text.size() / 32 + 1);
   line_starts_.push_back(0);
+  // Built on every keystroke in the server: memchr (vectorised) finds the "\n"s; only a text holding a
+  // "\r" needs the byte-by-byte walk.
+  if (std::memchr(text.data(), '\r', text.size()) == nullptr) {
+    const char* begin = text.data();
+    const char* end = begin + text.size();
+    for (const char* at = begin; (at = static_cast<const char*>(std::memchr(at, '\n', end - at))) != nullptr;) {
+      ++at;
+      line_starts_.push_back(static_cast<uint32_t>(at - begin));
+    }
+    return;
+  }
   for (uint32_t i = 0; i < text.size(); ++i) {
     char c = text[i];
     if (c == '\n') {

@@ -44,3 +44,17 @@ TEST_CASE("UTF-8 validation rejects overlong, surrogate and truncated sequences"
   CHECK(detect_line_ending("a\r\nb\n") == "\r\n");
   CHECK(detect_line_ending("a\nb") == "\n");
 }
+
+TEST_CASE("line index starts lines after each line break, with and without carriage returns") {
+  const auto starts = [](const std::string& text) {
+    LineIndex idx(text);
+    std::vector<uint32_t> out;
+    for (uint32_t line = 0; line < idx.line_count(); ++line) out.push_back(idx.line_start(line));
+    return out;
+  };
+  CHECK(starts("") == std::vector<uint32_t>{0});
+  CHECK(starts("a\nbc\n\nd") == std::vector<uint32_t>{0, 2, 5, 6});
+  CHECK(starts("a\n") == std::vector<uint32_t>{0, 2});
+  CHECK(starts("a\r\nbc\rd\n") == std::vector<uint32_t>{0, 3, 6, 8});
+  CHECK(starts("\r\r\n\n") == std::vector<uint32_t>{0, 1, 3, 4});
+}

@@ -132,8 +132,8 @@ OpenDocument& Scheduler::open(const std::string& uri, const std::optional<std::s
   return *document;
 }
 
-void Scheduler::set_text(OpenDocument& document, std::shared_ptr<const std::string> text) {
-  document.snapshot = std::make_shared<const TextSnapshot>(std::move(text));
+void Scheduler::set_text(OpenDocument& document, std::shared_ptr<const TextSnapshot> snapshot) {
+  document.snapshot = std::move(snapshot);
   const bool too_large = document.snapshot->text->size() > max_file_bytes_;
   if (too_large == document.too_large) return;
   document.too_large = too_large;
@@ -143,7 +143,7 @@ void Scheduler::set_text(OpenDocument& document, std::shared_ptr<const std::stri
   }
 }
 
-void Scheduler::change(OpenDocument& document, int64_t version, std::shared_ptr<const std::string> text,
+void Scheduler::change(OpenDocument& document, int64_t version, std::shared_ptr<const TextSnapshot> snapshot,
                        std::vector<TreeEdit> edits) {
   OpenDocument::Machinery& machinery = *document.machinery;
   if (!document.too_large) {
@@ -168,7 +168,7 @@ void Scheduler::change(OpenDocument& document, int64_t version, std::shared_ptr<
   }
   document.version = version;
   machinery.live_version->store(version);
-  set_text(document, std::move(text));
+  set_text(document, std::move(snapshot));
   touch(document);
   document.latest.reset();
 }

@@ -88,7 +88,7 @@ class Scheduler {
   OpenDocument& open(const std::string& uri, const std::optional<std::string>& path, int64_t version, std::string text,
                      std::shared_ptr<const NotebookLayout> notebook);
   // A new version of the document's text; `edits` are the same change as edits of its tree.
-  void change(OpenDocument& document, int64_t version, std::shared_ptr<const std::string> text,
+  void change(OpenDocument& document, int64_t version, std::shared_ptr<const TextSnapshot> snapshot,
               std::vector<TreeEdit> edits);
   void close(const std::string& uri);
 
@@ -122,7 +122,7 @@ class Scheduler {
  private:
   struct AnalysisJob;
   void touch(OpenDocument& document);
-  void set_text(OpenDocument& document, std::shared_ptr<const std::string> text);
+  void set_text(OpenDocument& document, std::shared_ptr<const TextSnapshot> snapshot);
   void run_analysis(const AnalysisJob& job, std::shared_ptr<AnalysisResult> result);
   void finish_then_run_analysis(const AnalysisJob& job, std::shared_ptr<AnalysisResult> result);
   void analysis_done(const std::string& uri, std::shared_ptr<AnalysisResult> result);

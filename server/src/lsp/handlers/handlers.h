@@ -14,13 +14,13 @@ void did_open(Session& session, const json& params);
 void did_change(Session& session, const json& params);
 void did_save(Session& session, const json& params);
 void did_close(Session& session, const json& params);
-// `snapshot`'s text after LSP content `changes` (ProtocolError for a malformed one); `tree_edits` gets the
-// same as edits of the tree.
-std::shared_ptr<const std::string> apply_changes(Session& session, const std::string& uri,
-                                                 std::shared_ptr<const TextSnapshot> snapshot, const json& changes,
-                                                 std::vector<TreeEdit>& tree_edits);
+// `snapshot` after LSP content `changes` (ProtocolError for a malformed one); `tree_edits` gets the same as
+// edits of the tree.
+std::shared_ptr<const TextSnapshot> apply_changes(Session& session, const std::string& uri,
+                                                  std::shared_ptr<const TextSnapshot> snapshot, const json& changes,
+                                                  std::vector<TreeEdit>& tree_edits);
 // A new version of the document: requests on the old one are stale; analysed after a pause (run: onType).
-void commit_change(Session& session, OpenDocument& document, int64_t version, std::shared_ptr<const std::string> text,
+void commit_change(Session& session, OpenDocument& document, int64_t version, std::shared_ptr<const TextSnapshot> text,
                    std::vector<TreeEdit> tree_edits);
 
 // notebook_sync.cpp

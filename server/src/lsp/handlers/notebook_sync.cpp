@@ -129,7 +129,7 @@ void notebook_did_change(Session& session, const json& params) {
       std::vector<TreeEdit> unused;
       auto text = apply_changes(session, cell_uri, cell->snapshot,
                                 protocol::require(item, "/changes", json::value_t::array), unused);
-      cell->snapshot = std::make_shared<const TextSnapshot>(std::move(text));
+      cell->snapshot = std::move(text);
       cell->version = protocol::require_integer(item, "/document/version");
     }
   }
@@ -152,7 +152,7 @@ void notebook_did_change(Session& session, const json& params) {
   if (auto edit = minimal_edit(*document->snapshot->text, layout->virt.text)) {
     edits.push_back({false, edit->range, edit->new_text});
   }
-  auto text = std::make_shared<const std::string>(layout->virt.text);
+  auto text = std::make_shared<const TextSnapshot>(std::make_shared<const std::string>(layout->virt.text));
   document->notebook = std::move(layout);
   commit_change(session, *document, std::max(version, document->version + 1), std::move(text), std::move(edits));
 }

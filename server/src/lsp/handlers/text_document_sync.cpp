@@ -31,14 +31,14 @@ void did_change(Session& session, const json& params) {
   }
   // The tree's edits, given to the scheduler only once every change was accepted (all or nothing).
   std::vector<TreeEdit> tree_edits;
-  std::shared_ptr<const std::string> text =
+  std::shared_ptr<const TextSnapshot> text =
       apply_changes(session, document.uri, document.snapshot, changes, tree_edits);
   commit_change(session, document, version, std::move(text), std::move(tree_edits));
 }
 
-std::shared_ptr<const std::string> apply_changes(Session& session, const std::string& uri,
-                                                 std::shared_ptr<const TextSnapshot> snapshot, const json& changes,
-                                                 std::vector<TreeEdit>& tree_edits) {
+std::shared_ptr<const TextSnapshot> apply_changes(Session& session, const std::string& uri,
+                                                  std::shared_ptr<const TextSnapshot> snapshot, const json& changes,
+                                                  std::vector<TreeEdit>& tree_edits) {
   const PositionEncoding encoding = session.client.encoding;
   std::shared_ptr<const std::string> text = snapshot->text;
   std::size_t index = 0;
@@ -78,10 +78,10 @@ std::shared_ptr<const std::string> apply_changes(Session& session, const std::st
     snapshot = std::make_shared<const TextSnapshot>(text);
     tree_edits.push_back({false, {start_offset, end_offset}, inserted});
   }
-  return text;
+  return snapshot;
 }
 
-void commit_change(Session& session, OpenDocument& document, int64_t version, std::shared_ptr<const std::string> text,
+void commit_change(Session& session, OpenDocument& document, int64_t version, std::shared_ptr<const TextSnapshot> text,
                    std::vector<TreeEdit> tree_edits) {
   session.scheduler().change(document, version, std::move(text), std::move(tree_edits));
   session.make_stale(document.uri);
