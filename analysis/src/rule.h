@@ -38,8 +38,8 @@ class RuleContext {
   std::string text(TSNode node) const { return std::string(document.node_text(node)); }
   std::vector<Finding> take() { return std::move(findings_); }
 
-  // Start bytes, in order, of the calls in `fn`'s body that always break the graph (`.nonzero()`,
-  // `.item()`, `.tolist()`, `.unique()`, `.masked_select()` on a tensor). Worked out once per function.
+  // tensor_facts' surely_breaking_calls(fn), worked out once per function: rules ask at every node they
+  // visit, and a scan of the body each time would be quadratic.
   const std::vector<uint32_t>& surely_breaking_calls(const FunctionInfo& fn);
 
  private:

@@ -2,6 +2,7 @@
 #include <array>
 #include <string_view>
 
+#include "graphmend/analysis/tensor_facts.h"
 #include "rule.h"
 
 namespace graphmend {
@@ -36,18 +37,7 @@ void RuleContext::report(const RuleInfo& rule, ByteRange range, std::string mess
 
 const std::vector<uint32_t>& RuleContext::surely_breaking_calls(const FunctionInfo& fn) {
   auto [it, added] = surely_breaking_calls_.try_emplace(&fn);
-  if (!added) return it->second;
-  for (TSNode node : fn.body_nodes) {
-    if (!is_type(node, "call")) continue;
-    TSNode callee = unparenthesize(field(node, "function"));
-    if (!is_type(callee, "attribute")) continue;
-    const std::string_view method = document.node_text(field(callee, "attribute"));
-    if (method != "nonzero" && method != "item" && method != "tolist" && method != "unique" &&
-        method != "masked_select")
-      continue;
-    if (model.kind_of(field(callee, "object"), fn) == ValueKind::Tensor) it->second.push_back(ts_node_start_byte(node));
-  }
-  std::sort(it->second.begin(), it->second.end());
+  if (added) it->second = graphmend::surely_breaking_calls(document, model, fn);
   return it->second;
 }
 

@@ -1082,4 +1082,20 @@ std::vector<std::string> names_read(const Document& doc, TSNode expr) {
   return out;
 }
 
+std::vector<uint32_t> surely_breaking_calls(const Document& doc, const SemanticModel& model, const FunctionInfo& fn) {
+  std::vector<uint32_t> calls;
+  for (TSNode node : fn.body_nodes) {
+    if (!is_type(node, "call")) continue;
+    TSNode callee = unparenthesize(field(node, "function"));
+    if (!is_type(callee, "attribute")) continue;
+    const std::string_view method = doc.node_text(field(callee, "attribute"));
+    if (method != "nonzero" && method != "item" && method != "tolist" && method != "unique" &&
+        method != "masked_select")
+      continue;
+    if (model.kind_of(field(callee, "object"), fn) == ValueKind::Tensor) calls.push_back(ts_node_start_byte(node));
+  }
+  std::sort(calls.begin(), calls.end());
+  return calls;
+}
+
 }  // namespace graphmend

@@ -107,6 +107,9 @@ std::vector<std::string> differentiable_reads(const Document& doc, const Semanti
                                               const FunctionInfo& fn);
 // `node` sits inside `with torch.no_grad():` / `torch.inference_mode()` in its function.
 bool under_no_grad(const Document& doc, TSNode node);
+// Start bytes, in order, of the calls in `fn`'s body that always break the graph whatever the data:
+// `.nonzero()`, `.item()`, `.tolist()`, `.unique()`, `.masked_select()` on a tensor.
+std::vector<uint32_t> surely_breaking_calls(const Document& doc, const SemanticModel& model, const FunctionInfo& fn);
 
 // Identifiers read anywhere inside `expr`.
 std::vector<std::string> names_read(const Document& doc, TSNode expr);
