@@ -344,6 +344,7 @@ Outcome check_notebook(const fs::path& path, const std::optional<std::string>& s
                        ConfigResolver& configs, const std::vector<std::string>& traced_from_workspace) {
   Outcome out;
   out.report.path = path.string();
+  std::optional<timing::Scope> reading(std::in_place, timing::Phase::Read);
   auto read = stdin_bytes ? source_from_bytes(path, *stdin_bytes) : read_source(path);
   if (auto* err = std::get_if<ReadError>(&read)) {
     out.error = err->message;
@@ -351,6 +352,7 @@ Outcome check_notebook(const fs::path& path, const std::optional<std::string>& s
   }
   SourceFile source = std::get<SourceFile>(std::move(read));
   auto parsed = parse_notebook(path.string(), source.text);
+  reading.reset();
   if (auto* err = std::get_if<NotebookError>(&parsed)) {
     out.error = err->message;
     return out;
