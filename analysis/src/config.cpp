@@ -215,4 +215,45 @@ std::optional<std::filesystem::path> find_pyproject(const std::filesystem::path&
   return std::nullopt;
 }
 
+DiscoveredConfig ConfigCache::discover(const std::filesystem::path& folder) {
+  const std::filesystem::path dir = folder.lexically_normal();
+  std::lock_guard lock(mutex_);
+  DiscoveredConfig out;
+  out.pyproject = nearest(dir);
+  if (!out.pyproject) return out;
+  auto it = loaded_.find(*out.pyproject);
+  if (it == loaded_.end()) {
+    Loaded loaded;
+    try {
+      loaded.config = std::make_shared<const Config>(load_pyproject(*out.pyproject));
+    } catch (const std::exception& error) {  // ConfigError, or the file could not be read
+      loaded.error = error.what();
+    }
+    it = loaded_.emplace(*out.pyproject, std::move(loaded)).first;
+    out.first_read = true;
+  }
+  out.config = it->second.config;
+  out.error = it->second.error;
+  return out;
+}
+
+// find_pyproject(folder), from the parent's answer unless the folder has a pyproject.toml (a walk over a
+// tree asks for every folder: each file is parsed once). The mutex is held.
+std::optional<std::filesystem::path> ConfigCache::nearest(const std::filesystem::path& dir) {
+  if (auto it = nearest_.find(dir); it != nearest_.end()) return it->second;
+  std::error_code ec;
+  std::optional<std::filesystem::path> found;
+  if (std::filesystem::exists(dir / "pyproject.toml", ec))
+    found = find_pyproject(dir);
+  else if (dir.has_relative_path())
+    found = nearest(dir.parent_path());
+  return nearest_.emplace(dir, found).first->second;
+}
+
+void ConfigCache::clear() {
+  std::lock_guard lock(mutex_);
+  nearest_.clear();
+  loaded_.clear();
+}
+
 }  // namespace graphmend

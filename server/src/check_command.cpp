@@ -250,41 +250,15 @@ class ConfigResolver {
   Config configured(const fs::path& folder) {
     if (base_) return *base_;
     if (options_.no_config) return Config{};
-    const fs::path dir = folder.lexically_normal();
-    std::lock_guard lock(mutex_);
-    auto it = cache_.find(dir);
-    if (it == cache_.end()) {
-      auto found = nearest_pyproject(dir);
-      Config c;
-      if (found) {
-        auto loaded = loaded_.find(*found);
-        if (loaded == loaded_.end()) loaded = loaded_.emplace(*found, load_pyproject(*found)).first;
-        c = loaded->second;
-      }
-      it = cache_.emplace(dir, std::move(c)).first;
-    }
-    return it->second;
-  }
-
-  // find_pyproject(dir), from the parent's answer unless `dir` has a pyproject.toml (a walk asks for
-  // every folder: each file is parsed once). The mutex is held.
-  std::optional<fs::path> nearest_pyproject(const fs::path& dir) {
-    if (auto it = nearest_.find(dir); it != nearest_.end()) return it->second;
-    std::error_code ec;
-    std::optional<fs::path> found;
-    if (fs::exists(dir / "pyproject.toml", ec))
-      found = find_pyproject(dir);
-    else if (dir.has_relative_path())
-      found = nearest_pyproject(dir.parent_path());
-    return nearest_.emplace(dir, found).first->second;
+    const DiscoveredConfig found = discovered_.discover(folder);
+    if (!found.pyproject) return Config{};
+    if (!found.config) throw ConfigError(found.error);
+    return *found.config;
   }
 
   const Options& options_;
   std::optional<Config> base_;
-  std::mutex mutex_;
-  std::map<fs::path, Config> cache_;                     // by folder
-  std::map<fs::path, Config> loaded_;                    // by pyproject.toml
-  std::map<fs::path, std::optional<fs::path>> nearest_;  // by folder: its pyproject.toml
+  ConfigCache discovered_;
 };
 
 // Lines without their ends ("\n", "\r\n" or a lone "\r", as CPython reads them).

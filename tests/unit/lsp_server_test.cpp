@@ -134,7 +134,7 @@ namespace {
 class RecordingValidator : public graphmend::lsp::Validator {
  public:
   std::vector<std::string> commands() const override { return {"graphmend.validate"}; }
-  json code_lenses(const std::string& uri, const std::string& text) override {
+  json code_lenses(const std::string& uri, const std::string& text, const std::vector<std::string>&) override {
     lens_requests.push_back(uri);
     return json::array(
         {{{"range", {{"start", {{"line", 0}, {"character", 0}}}, {"end", {{"line", 0}, {"character", 0}}}}},
@@ -220,7 +220,9 @@ class ManualValidator : public graphmend::lsp::Validator {
     bool finished = false;
   };
   std::vector<std::string> commands() const override { return {"graphmend.validate"}; }
-  json code_lenses(const std::string&, const std::string&) override { return json::array(); }
+  json code_lenses(const std::string&, const std::string&, const std::vector<std::string>&) override {
+    return json::array();
+  }
   void execute(const std::string&, const json& arguments, const json& id, Report report, Done done) override {
     runs.push_back({id, arguments, std::move(report), std::move(done)});
   }

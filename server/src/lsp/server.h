@@ -41,8 +41,10 @@ class Validator {
   virtual ~Validator() = default;
   // Commands it executes through workspace/executeCommand ("graphmend.validate").
   virtual std::vector<std::string> commands() const = 0;
-  // Code lenses (LSP CodeLens array) for a document's text.
-  virtual nlohmann::json code_lenses(const std::string& uri, const std::string& text) = 0;
+  // Code lenses (LSP CodeLens array) for a document's text, on the top-level `def`s of `factories`
+  // (`example` and the pyproject.toml's validate targets in this file).
+  virtual nlohmann::json code_lenses(const std::string& uri, const std::string& text,
+                                     const std::vector<std::string>& factories) = 0;
   using Done = std::function<void(nlohmann::json result, std::optional<protocol::ResponseError>)>;
   // The stage a run has reached, in words ("original arm, run 1/2"), and how far along it is
   // (0-100, or -1 when unknown).

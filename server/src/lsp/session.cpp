@@ -163,9 +163,29 @@ void Session::settings_applied() {
   spdlog::default_logger()->set_level(parsed);
 }
 
+DiscoveredConfig Session::discovered(const OpenDocument& document) {
+  if (document.path == document.uri) return {};  // not a file: no pyproject.toml applies
+  std::error_code ec;
+  return configs_.discover(std::filesystem::absolute(document.path, ec).parent_path());
+}
+
+std::vector<std::string> Session::validation_factories(const OpenDocument& document) {
+  std::vector<std::string> names{"example"};
+  const DiscoveredConfig found = discovered(document);
+  if (!found.config) return names;  // a broken pyproject.toml is reported by the diagnostics
+  std::error_code ec;
+  const std::filesystem::path file = std::filesystem::weakly_canonical(document.path, ec);
+  for (const std::string& target : found.config->validate_targets) {
+    const auto sep = target.find("::");
+    if (sep == std::string::npos) continue;
+    if (std::filesystem::weakly_canonical(found.pyproject->parent_path() / target.substr(0, sep), ec) == file)
+      names.push_back(target.substr(sep + 2));
+  }
+  return names;
+}
+
 void Session::configuration_changed() {
-  pyproject_for_dir_.clear();
-  pyproject_configs_.clear();
+  configs_.clear();
   for (const auto& [uri, document] : scheduler_->documents()) scheduler_->invalidate(*document);
   if (client.pull_mode && client.refresh_support) {
     send_request("workspace/diagnostic/refresh", nullptr, [](const Message&) {});
@@ -175,31 +195,11 @@ void Session::configuration_changed() {
 Config Session::config_for(const OpenDocument& document) {
   Config config;
   if (document.path != document.uri && settings.configuration_preference != ConfigurationPreference::EditorOnly) {
-    const std::filesystem::path file(document.path);
-    const std::filesystem::path dir = file.parent_path();
-    auto found = pyproject_for_dir_.find(dir);
-    if (found == pyproject_for_dir_.end()) {
-      std::optional<std::filesystem::path> pyproject;
-      try {
-        pyproject = find_pyproject(file);
-      } catch (const std::exception& error) {
-        spdlog::warn("looking for pyproject.toml from {}: {}", dir.string(), error.what());
-      }
-      found = pyproject_for_dir_.emplace(dir, pyproject).first;
-    }
-    if (found->second) {
-      auto loaded = pyproject_configs_.find(*found->second);
-      if (loaded == pyproject_configs_.end()) {
-        Config from_file;
-        try {
-          from_file = load_pyproject(*found->second);
-        } catch (const std::exception& error) {
-          log_message(protocol::message_type::kError,
-                      "invalid configuration, using defaults: " + std::string(error.what()));
-        }
-        loaded = pyproject_configs_.emplace(*found->second, std::move(from_file)).first;
-      }
-      config = loaded->second;
+    const DiscoveredConfig found = discovered(document);
+    if (found.config) {
+      config = *found.config;
+    } else if (found.pyproject && found.first_read) {
+      log_message(protocol::message_type::kError, "invalid configuration, using defaults: " + found.error);
     }
   }
   config = apply_settings(std::move(config), settings);

@@ -142,6 +142,9 @@ class Session {
 
   // Configuration: the pyproject.toml that applies to a document, the settings, what other open files trace.
   Config config_for(const OpenDocument& document);
+  // The functions a document's validation code lenses offer: `example`, and the pyproject.toml's
+  // `validate = ["file.py::factory"]` entries naming this file.
+  std::vector<std::string> validation_factories(const OpenDocument& document);
   // Settings or a pyproject.toml changed: everything open is analysed again.
   void configuration_changed();
   // The settings changed: the log level and the size limit follow them.
@@ -162,8 +165,8 @@ class Session {
   Writer write_;
   std::map<std::string, std::function<void(const protocol::Message&)>> outgoing_;
   uint64_t next_outgoing_id_ = 0;
-  std::map<std::filesystem::path, std::optional<std::filesystem::path>> pyproject_for_dir_;
-  std::map<std::filesystem::path, Config> pyproject_configs_;
+  DiscoveredConfig discovered(const OpenDocument& document);
+  ConfigCache configs_;
   // Target uri -> source uri -> functions of the target that traced code in the source calls (they are
   // traced too: Config::traced_from_workspace).
   std::map<std::string, std::map<std::string, std::set<std::string>>> traced_into_;

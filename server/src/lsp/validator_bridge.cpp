@@ -118,24 +118,8 @@ std::string ratio(const json& value) {
 
 }  // namespace
 
-std::vector<std::pair<uint32_t, std::string>> validation_targets(const std::string& path, const std::string& text) {
-  std::vector<std::string> names{"example"};
-  std::error_code ec;
-  fs::path file = fs::absolute(path, ec);
-  try {
-    if (auto pyproject = find_pyproject(file)) {
-      Config config = load_pyproject(*pyproject);
-      for (const auto& target : config.validate_targets) {
-        auto sep = target.find("::");
-        if (sep == std::string::npos) continue;
-        fs::path target_file = pyproject->parent_path() / target.substr(0, sep);
-        if (fs::weakly_canonical(target_file, ec) == fs::weakly_canonical(file, ec))
-          names.push_back(target.substr(sep + 2));
-      }
-    }
-  } catch (const ConfigError&) {
-    // A broken pyproject.toml is reported by the diagnostics; lenses fall back to example().
-  }
+std::vector<std::pair<uint32_t, std::string>> validation_targets(const std::string& text,
+                                                                 const std::vector<std::string>& names) {
   std::vector<std::pair<uint32_t, std::string>> out;
   std::istringstream lines(text);
   std::string line;
@@ -177,14 +161,15 @@ std::string ValidatorBridge::summary(const json& r) {
   return s;
 }
 
-json ValidatorBridge::code_lenses(const std::string& uri, const std::string& text) {
+json ValidatorBridge::code_lenses(const std::string& uri, const std::string& text,
+                                  const std::vector<std::string>& factories) {
   json lenses = json::array();
   // Only a file on disk can be validated: an in-memory document (untitled:...) has no lens.
   const std::optional<std::string> file = protocol::uri_to_path(uri);
   if (!file) return lenses;
   const std::string& path = *file;
   std::lock_guard lock(mutex_);
-  for (const auto& [row, name] : validation_targets(path, text)) {
+  for (const auto& [row, name] : validation_targets(text, factories)) {
     std::string target = path + "::" + name;
     const json range = {{"start", {{"line", row}, {"character", 0}}}, {"end", {{"line", row}, {"character", 0}}}};
     auto it = last_summary_.find(target);

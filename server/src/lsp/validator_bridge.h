@@ -26,7 +26,8 @@ class ValidatorBridge : public Validator, public std::enable_shared_from_this<Va
   static constexpr std::chrono::seconds kCancelGrace{10};
 
   std::vector<std::string> commands() const override { return {"graphmend.validate"}; }
-  nlohmann::json code_lenses(const std::string& uri, const std::string& text) override;
+  nlohmann::json code_lenses(const std::string& uri, const std::string& text,
+                             const std::vector<std::string>& factories) override;
   void execute(const std::string& command, const nlohmann::json& arguments, const nlohmann::json& id, Report report,
                Done done) override;
   bool cancel(const nlohmann::json& id) override;
@@ -64,8 +65,8 @@ class ValidatorBridge : public Validator, public std::enable_shared_from_this<Va
   bool stopped_ = false;                             // stop_all() was called: no more `done`s
 };
 
-// Targets in a file: functions named in pyproject.toml's `validate = ["file.py::factory"]`, and
-// top-level `def example():` factories. Returns (line, factory name) pairs.
-std::vector<std::pair<uint32_t, std::string>> validation_targets(const std::string& path, const std::string& text);
+// The top-level `def`s of `factories` in `text`: (line, factory name) pairs.
+std::vector<std::pair<uint32_t, std::string>> validation_targets(const std::string& text,
+                                                                 const std::vector<std::string>& factories);
 
 }  // namespace graphmend::lsp

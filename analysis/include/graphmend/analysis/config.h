@@ -2,6 +2,9 @@
 #pragma once
 
 #include <filesystem>
+#include <map>
+#include <memory>
+#include <mutex>
 #include <optional>
 #include <set>
 #include <span>
@@ -74,6 +77,34 @@ std::optional<std::filesystem::path> find_pyproject(const std::filesystem::path&
 
 struct ConfigError : std::runtime_error {
   using std::runtime_error::runtime_error;
+};
+
+// What applies to the files of one folder: the nearest pyproject.toml with [tool.graphmend], and what it says.
+struct DiscoveredConfig {
+  std::optional<std::filesystem::path> pyproject;  // none: the defaults apply
+  std::shared_ptr<const Config> config;            // null when `pyproject` is not a valid configuration
+  std::string error;                               // then why (ConfigError's message, with its position)
+  bool first_read = false;                         // this lookup read the file: report `error` once
+};
+
+// Configuration discovery for `check`, the server and its code lenses: each folder walks up once (from its
+// parent's answer) and each pyproject.toml is read once. clear() when one may have changed. Thread-safe.
+class ConfigCache {
+ public:
+  // For the files of `folder` (absolute).
+  DiscoveredConfig discover(const std::filesystem::path& folder);
+  void clear();
+
+ private:
+  std::optional<std::filesystem::path> nearest(const std::filesystem::path& folder);
+
+  std::mutex mutex_;
+  std::map<std::filesystem::path, std::optional<std::filesystem::path>> nearest_;  // by folder
+  struct Loaded {
+    std::shared_ptr<const Config> config;
+    std::string error;
+  };
+  std::map<std::filesystem::path, Loaded> loaded_;  // by pyproject.toml
 };
 
 }  // namespace graphmend
