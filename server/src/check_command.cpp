@@ -312,6 +312,31 @@ std::optional<Config> file_config(const fs::path& path, ConfigResolver& configs,
     return std::nullopt;
   }
 }
+// Where a fixed file goes: `diff` (--diff, rendered by the caller) is shown; from stdin, the fixed bytes
+// go to stdout in the input's BOM and encoding; otherwise the file is written back in place (atomically,
+// keeping its line endings, permissions and links). `fixed_bytes` is what the file would hold.
+void deliver_fix(Outcome& out, const SourceFile& source, bool from_stdin, const std::string& fixed_bytes,
+                 const FixAllResult& fixed, std::optional<std::string> diff) {
+  out.changed = true;
+  if (diff) {
+    out.diff = std::move(*diff);
+  } else if (from_stdin) {
+    auto encoded = encode_source(source, fixed_bytes);
+    if (auto* err = std::get_if<EncodeError>(&encoded)) {
+      out.error = err->message;
+      out.changed = false;
+    } else {
+      out.diff = std::get<std::string>(std::move(encoded));
+    }
+  } else if (auto err = write_source(source, fixed_bytes)) {
+    out.error = *err;
+    out.changed = false;
+  } else {
+    out.report.fixed = fixed.applied;
+    out.report.fixed_by_rule = fixed.applied_by_rule;
+  }
+}
+
 // A Jupyter notebook (cli/notebook.h): its Python code cells are analysed as one text, reported per cell
 // and fixed cell by cell; the file is written back with nothing changed but the fixed cells' sources.
 Outcome check_notebook(const fs::path& path, const std::optional<std::string>& stdin_bytes, const Options& o,
@@ -368,7 +393,7 @@ Outcome check_notebook(const fs::path& path, const std::optional<std::string>& s
     out.error = err->message;  // --diff too: it shows what --fix would write
     return out;
   }
-  out.changed = true;
+  std::optional<std::string> diff;
   if (o.diff) {
     // One diff per changed cell, headed `path:cell N` (as ruff does).
     std::ostringstream ss;
@@ -376,22 +401,9 @@ Outcome check_notebook(const fs::path& path, const std::optional<std::string>& s
       if (cells[i] != before[i])
         write_unified_diff(ss, path.string() + ":cell " + std::to_string(virt.cells[i].number), before[i], cells[i]);
     }
-    out.diff = ss.str();
-  } else if (stdin_bytes) {
-    auto encoded = encode_source(source, std::get<std::string>(bytes));
-    if (auto* err = std::get_if<EncodeError>(&encoded)) {
-      out.error = err->message;
-      out.changed = false;
-    } else {
-      out.diff = std::get<std::string>(std::move(encoded));
-    }
-  } else if (auto err = write_source(source, std::get<std::string>(bytes))) {
-    out.error = *err;
-    out.changed = false;
-  } else {
-    out.report.fixed = fixed.applied;
-    out.report.fixed_by_rule = fixed.applied_by_rule;
+    diff = ss.str();
   }
+  deliver_fix(out, source, stdin_bytes.has_value(), std::get<std::string>(bytes), fixed, std::move(diff));
   out.report.text = after.text;
   out.report.cell_starts = after.cell_starts();
   return out;
@@ -451,27 +463,13 @@ Outcome check_one(const fs::path& path, const std::optional<std::string>& stdin_
     out.report.text = std::move(source.text);
     return out;
   }
-  out.changed = true;
+  std::optional<std::string> diff;
   if (o.diff) {
     std::ostringstream ss;
     write_unified_diff(ss, path.string(), source.text, fixed.text);
-    out.diff = ss.str();
-  } else if (stdin_bytes) {
-    // --fix on stdin writes the fixed text to stdout, in the input's BOM and encoding.
-    auto bytes = encode_source(source, fixed.text);
-    if (auto* err = std::get_if<EncodeError>(&bytes)) {
-      out.error = err->message;
-      out.changed = false;
-    } else {
-      out.diff = std::get<std::string>(std::move(bytes));
-    }
-  } else if (auto err = write_source(source, fixed.text)) {
-    out.error = *err;
-    out.changed = false;
-  } else {
-    out.report.fixed = fixed.applied;
-    out.report.fixed_by_rule = fixed.applied_by_rule;
+    diff = ss.str();
   }
+  deliver_fix(out, source, stdin_bytes.has_value(), fixed.text, fixed, std::move(diff));
   out.report.text = std::move(fixed.text);
   return out;
 }
