@@ -62,7 +62,11 @@ void collect_errors(TSNode root, std::vector<ByteRange>& out) {
 
 ByteRange node_range(TSNode node) { return {ts_node_start_byte(node), ts_node_end_byte(node)}; }
 
-Document::Document(std::string path, std::string text) : path_(std::move(path)), text_(std::move(text)) {
+Document::Document(std::string path, std::string text)
+    : Document(std::move(path), std::make_shared<const std::string>(std::move(text))) {}
+
+Document::Document(std::string path, std::shared_ptr<const std::string> text)
+    : path_(std::move(path)), text_(text ? std::move(text) : std::make_shared<const std::string>()) {
   parser_ = ts_parser_new();
   ts_parser_set_language(parser_, tree_sitter_python());
   text_changed();
@@ -78,7 +82,7 @@ Document::~Document() {
 Document::Document(Document&& other) noexcept
     : path_(std::move(other.path_)),
       text_(std::move(other.text_)),
-      lines_(text_),
+      lines_(std::move(other.lines_)),
       tokenizer_error_(std::move(other.tokenizer_error_)),
       parse_text_(std::move(other.parse_text_)),
       parser_(std::exchange(other.parser_, nullptr)),
@@ -97,7 +101,7 @@ Document& Document::operator=(Document&& other) noexcept {
     parse_pending_ = std::exchange(other.parse_pending_, false);
     edits_since_base_ = other.edits_since_base_;
     text_ = std::move(other.text_);
-    lines_ = LineIndex(text_);
+    lines_ = std::move(other.lines_);
     tokenizer_error_ = std::move(other.tokenizer_error_);
     parse_text_ = std::move(other.parse_text_);
     parser_ = std::exchange(other.parser_, nullptr);
@@ -113,11 +117,17 @@ void Document::apply_edit(ByteRange range, std::string_view new_text) {
 }
 
 bool Document::apply_edit(ByteRange range, std::string_view new_text, std::chrono::microseconds budget) {
-  if (range.end > text_.size()) range.end = static_cast<uint32_t>(text_.size());
+  return apply_edit(range, new_text, nullptr, budget);
+}
+
+bool Document::apply_edit(ByteRange range, std::string_view new_text, std::shared_ptr<const std::string> edited,
+                          std::chrono::microseconds budget) {
+  const std::string& text = *text_;
+  if (range.end > text.size()) range.end = static_cast<uint32_t>(text.size());
   if (range.start > range.end) range.start = range.end;
   // A "\r" just before the edit may change meaning (lone, or the start of "\r\n"): the edit covers it.
   std::string widened;
-  if (range.start > 0 && text_[range.start - 1] == '\r') {
+  if (range.start > 0 && text[range.start - 1] == '\r') {
     --range.start;
     widened = "\r" + std::string(new_text);
     new_text = widened;
@@ -129,8 +139,17 @@ bool Document::apply_edit(ByteRange range, std::string_view new_text, std::chron
   // From the old text's line index, which text_changed() then builds for the new one.
   edit.start_point = point_at(lines_, range.start);
   edit.old_end_point = point_at(lines_, range.end);
-  text_.replace(range.start, range.end - range.start, new_text);
-  edit.new_end_point = advance(edit.start_point, text_, edit.start_byte, edit.new_end_byte);
+  const size_t size = text.size() - (range.end - range.start) + new_text.size();
+  if (!edited || edited->size() != size) {
+    auto built = std::make_shared<std::string>();
+    built->reserve(size);
+    built->append(text, 0, range.start);
+    built->append(new_text);
+    built->append(text, range.end, std::string::npos);
+    edited = std::move(built);
+  }
+  text_ = std::move(edited);
+  edit.new_end_point = advance(edit.start_point, *text_, edit.start_byte, edit.new_end_byte);
   // tree_ is the last complete tree, or the one a pending parse started from: either way the tree the
   // next parse reuses, edited to match the text. A halted parse is dropped and starts over.
   if (parse_pending_) ts_parser_reset(parser_);
@@ -148,19 +167,20 @@ bool Document::apply_edit(ByteRange range, std::string_view new_text, std::chron
 }
 
 void Document::text_changed() {
-  lines_ = LineIndex(text_);
-  tokenizer_error_ = find_tokenizer_error(text_);
+  const std::string& text = *text_;
+  lines_ = LineIndex(text);
+  tokenizer_error_ = find_tokenizer_error(text);
   parse_text_.clear();
-  for (size_t i = text_.find('\r'); i != std::string::npos; i = text_.find('\r', i + 1)) {
-    if (!lone_cr(text_, i)) continue;
-    if (parse_text_.empty()) parse_text_ = text_;
+  for (size_t i = text.find('\r'); i != std::string::npos; i = text.find('\r', i + 1)) {
+    if (!lone_cr(text, i)) continue;
+    if (parse_text_.empty()) parse_text_ = text;
     parse_text_[i] = '\n';
   }
 }
 
 bool Document::parse(std::chrono::microseconds budget) {
   timing::Scope parsing(timing::Phase::Parse);
-  const std::string& source = parse_text_.empty() ? text_ : parse_text_;
+  const std::string& source = parse_text_.empty() ? *text_ : parse_text_;
   ts_parser_set_timeout_micros(parser_, static_cast<uint64_t>(budget.count()));
   TSTree* fresh = ts_parser_parse_string(parser_, tree_, source.data(), static_cast<uint32_t>(source.size()));
   ts_parser_set_timeout_micros(parser_, 0);
@@ -212,8 +232,10 @@ Document::Changes Document::combine(const Changes& earlier, const Changes& later
   return out;
 }
 
-void Document::replace_text(std::string text) {
-  text_ = std::move(text);
+void Document::replace_text(std::string text) { replace_text(std::make_shared<const std::string>(std::move(text))); }
+
+void Document::replace_text(std::shared_ptr<const std::string> text) {
+  text_ = text ? std::move(text) : std::make_shared<const std::string>();
   if (parse_pending_) ts_parser_reset(parser_);
   if (base_) ts_tree_delete(base_);
   base_ = nullptr;
@@ -246,8 +268,8 @@ std::vector<Problem> Document::syntax_errors() const {
 
 std::string_view Document::node_text(TSNode node) const {
   uint32_t start = ts_node_start_byte(node), end = ts_node_end_byte(node);
-  if (end > text_.size() || start > end) return {};
-  return std::string_view(text_).substr(start, end - start);
+  if (end > text_->size() || start > end) return {};
+  return std::string_view(*text_).substr(start, end - start);
 }
 
 }  // namespace graphmend

@@ -3,7 +3,9 @@
 #include <doctest/doctest.h>
 #include <tree_sitter/api.h>
 
+#include <chrono>
 #include <cstdlib>
+#include <memory>
 #include <random>
 #include <string>
 
@@ -39,4 +41,21 @@ TEST_CASE("an incrementally edited tree equals a fresh parse across CRLF and lon
     const Document fresh("t.py", text);
     REQUIRE_MESSAGE(tree_of(edited) == tree_of(fresh), "step " << step);
   }
+}
+
+TEST_CASE("a document shares the text it is given, and builds it only when the edit does not match") {
+  const auto first = std::make_shared<const std::string>("x = 1\n");
+  Document document("t.py", first);
+  CHECK(document.shared_text() == first);
+  const auto second = std::make_shared<const std::string>("x = 12\n");
+  document.apply_edit({5, 5}, "2", second, std::chrono::microseconds{0});
+  CHECK(document.shared_text() == second);  // one copy of the version: the caller's
+  const auto wrong = std::make_shared<const std::string>("not the edit");
+  document.apply_edit({0, 0}, "y", wrong, std::chrono::microseconds{0});
+  CHECK(document.text() == "yx = 12\n");
+  CHECK(document.shared_text() != wrong);
+  Document moved(std::move(document));
+  CHECK(moved.text() == "yx = 12\n");
+  CHECK(moved.lines().line_count() == 2);  // the line index moved with the text it views
+  CHECK(moved.lines().line_start(1) == 8);
 }

@@ -154,11 +154,11 @@ void Scheduler::change(OpenDocument& document, int64_t version, std::shared_ptr<
       bool done = true;
       for (const TreeEdit& edit : edits) {
         if (edit.full) {
-          tree_state->document->replace_text(edit.text);
+          tree_state->document->replace_text(edit.after);
         } else {
           // A reparse in error recovery can take tens of milliseconds: past the budget the analysis
           // gives the last findings at once and the parse finishes after (run_analysis()).
-          done = tree_state->document->apply_edit(edit.range, edit.text, tree_state->reparse_budget());
+          done = tree_state->document->apply_edit(edit.range, edit.text, edit.after, tree_state->reparse_budget());
         }
       }
       const auto took = Clock::now() - start;
@@ -257,12 +257,15 @@ void Scheduler::run_analysis(const AnalysisJob& job, std::shared_ptr<AnalysisRes
   try {
     if (!tree_state->document) {
       // Released while idle (or never parsed): parse the current text from scratch.
-      tree_state->document = std::make_unique<Document>(job.path, *result->snapshot->text);
+      tree_state->document = std::make_unique<Document>(job.path, result->snapshot->text);
     }
-    if (tree_state->document->text() != *result->snapshot->text) {
+    // The tree's document shares the snapshot's text: the same pointer, unless an edit was made again
+    // (a size the edit did not predict). Then the texts must still be equal.
+    if (tree_state->document->shared_text() != result->snapshot->text &&
+        tree_state->document->text() != *result->snapshot->text) {
       // Never expected; recover by parsing the text the client holds.
       spdlog::error("{}: tree text out of sync with version {}; reparsing", uri, result->version);
-      tree_state->document = std::make_unique<Document>(job.path, *result->snapshot->text);
+      tree_state->document = std::make_unique<Document>(job.path, result->snapshot->text);
     }
     IncrementalAnalyzer::Result run =
         check_incremental(tree_state->analyzer, *tree_state->document, job.config, result->generation);

@@ -32,6 +32,8 @@ struct TreeEdit {
   bool full = false;
   ByteRange range;
   std::string text;
+  // The document's text once this edit is made: the tree's document shares it (one copy per version).
+  std::shared_ptr<const std::string> after;
 };
 
 struct OpenDocument {

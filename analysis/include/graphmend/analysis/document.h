@@ -19,6 +19,8 @@ namespace graphmend {
 class Document {
  public:
   Document(std::string path, std::string text);
+  // Shares `text` (the language server's snapshot of the version): one copy of each version's text.
+  Document(std::string path, std::shared_ptr<const std::string> text);
   ~Document();
   Document(const Document&) = delete;
   Document& operator=(const Document&) = delete;
@@ -26,7 +28,8 @@ class Document {
   Document& operator=(Document&&) noexcept;
 
   const std::string& path() const { return path_; }
-  const std::string& text() const { return text_; }
+  const std::string& text() const { return *text_; }
+  const std::shared_ptr<const std::string>& shared_text() const { return text_; }
   const LineIndex& lines() const { return lines_; }
   TSTree* tree() const { return tree_; }
   TSNode root() const;
@@ -37,10 +40,15 @@ class Document {
   // tens of milliseconds on a large file): false when it did not finish. Until finish_parse(), the
   // text is the new one but the tree is not: only text(), lines() and text_changes_since_base() apply.
   bool apply_edit(ByteRange range, std::string_view new_text, std::chrono::microseconds budget);
+  // The same with the edited text already made (`edited` is the text with `range` replaced by `new_text`):
+  // it is shared, not built again.
+  bool apply_edit(ByteRange range, std::string_view new_text, std::shared_ptr<const std::string> edited,
+                  std::chrono::microseconds budget);
   bool parse_pending() const { return parse_pending_; }
   // Resumes a halted reparse for at most `budget` (0: to the end); true when the tree is complete.
   bool finish_parse(std::chrono::microseconds budget = std::chrono::microseconds{0});
   void replace_text(std::string text);
+  void replace_text(std::shared_ptr<const std::string> text);
 
   // What changed since the base (the last `rebase()`): the edits and the syntax that differs between
   // the base's tree and the current one, as one range of the current text, with the change in size.
@@ -83,8 +91,9 @@ class Document {
   static Changes combine(const Changes& earlier, const Changes& later);
 
   std::string path_;
-  std::string text_;
-  LineIndex lines_;
+  // Shared with the server's snapshot of the version; null only in a moved-from Document.
+  std::shared_ptr<const std::string> text_;
+  LineIndex lines_;  // views *text_, which a move leaves in place
   std::optional<TokenizerError> tokenizer_error_;
   // `text_` with each lone "\r" (old Mac line ends, which CPython reads as line breaks and
   // tree-sitter-python as spaces) made a "\n": same length, same offsets. Empty when there is none.

@@ -148,11 +148,11 @@ void notebook_did_change(Session& session, const json& params) {
   std::shared_ptr<const NotebookLayout> layout = layout_of(open->second);
   if (document->notebook && layout->same(*document->notebook)) return;  // a markdown cell changed
   // The joined text changes where the edited cells are: one edit for the tree (incremental reparse).
+  auto text = std::make_shared<const TextSnapshot>(std::make_shared<const std::string>(layout->virt.text));
   std::vector<TreeEdit> edits;
   if (auto edit = minimal_edit(*document->snapshot->text, layout->virt.text)) {
-    edits.push_back({false, edit->range, edit->new_text});
+    edits.push_back({false, edit->range, edit->new_text, text->text});
   }
-  auto text = std::make_shared<const TextSnapshot>(std::make_shared<const std::string>(layout->virt.text));
   document->notebook = std::move(layout);
   commit_change(session, *document, std::max(version, document->version + 1), std::move(text), std::move(edits));
 }

@@ -51,7 +51,7 @@ std::shared_ptr<const TextSnapshot> apply_changes(Session& session, const std::s
     if (!change.contains("range")) {
       text = std::make_shared<const std::string>(new_text->get<std::string>());
       snapshot = std::make_shared<const TextSnapshot>(text);
-      tree_edits.push_back({true, {}, *text});
+      tree_edits.push_back({true, {}, {}, text});
       continue;
     }
     const protocol::Range range = protocol::range_from_json(change["range"], where + ".range");
@@ -76,7 +76,7 @@ std::shared_ptr<const TextSnapshot> apply_changes(Session& session, const std::s
     updated->append(*text, end_offset, std::string::npos);
     text = std::move(updated);
     snapshot = std::make_shared<const TextSnapshot>(text);
-    tree_edits.push_back({false, {start_offset, end_offset}, inserted});
+    tree_edits.push_back({false, {start_offset, end_offset}, inserted, text});
   }
   return snapshot;
 }
