@@ -122,7 +122,9 @@ bool Document::apply_edit(ByteRange range, std::string_view new_text, std::chron
 
 bool Document::apply_edit(ByteRange range, std::string_view new_text, std::shared_ptr<const std::string> edited,
                           std::chrono::microseconds budget) {
-  const std::string& text = *text_;
+  // Held to the end: `text_` is replaced below, and the old text may have no other owner.
+  const std::shared_ptr<const std::string> old = text_;
+  const std::string& text = *old;
   if (range.end > text.size()) range.end = static_cast<uint32_t>(text.size());
   if (range.start > range.end) range.start = range.end;
   // A "\r" just before the edit may change meaning (lone, or the start of "\r\n"): the edit covers it.
