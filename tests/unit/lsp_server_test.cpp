@@ -24,6 +24,13 @@ struct Harness {
 
   void send(const json& message) { server.on_message(message.dump()); }
 
+  // textDocument/didOpen of a Python document at version 1.
+  void open(const std::string& uri, const std::string& text) {
+    send({{"jsonrpc", "2.0"},
+          {"method", "textDocument/didOpen"},
+          {"params", {{"textDocument", {{"uri", uri}, {"languageId", "python"}, {"version", 1}, {"text", text}}}}}});
+  }
+
   // Runs the I/O thread until a message satisfying `want` arrives; returns it (or null on timeout).
   json wait_for(const std::function<bool(const json&)>& want) {
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
@@ -63,11 +70,7 @@ TEST_CASE("server: lifecycle, push diagnostics, hover, and exit codes") {
   CHECK(init["result"]["capabilities"]["positionEncoding"] == "utf-16");
   CHECK(init["result"]["serverInfo"]["name"] == "graphmend");
 
-  h.send(
-      {{"jsonrpc", "2.0"},
-       {"method", "textDocument/didOpen"},
-       {"params",
-        {{"textDocument", {{"uri", "file:///t/m.py"}, {"languageId", "python"}, {"version", 1}, {"text", kModel}}}}}});
+  h.open("file:///t/m.py", kModel);
   const json published =
       h.wait_for([](const json& m) { return m.value("method", "") == "textDocument/publishDiagnostics"; });
   REQUIRE(published.is_object());
@@ -106,11 +109,7 @@ TEST_CASE("server: an edit answers pending requests with ContentModified") {
   Harness h;
   h.send({{"jsonrpc", "2.0"}, {"id", 1}, {"method", "initialize"}, {"params", {{"capabilities", json::object()}}}});
   h.response(1);
-  h.send(
-      {{"jsonrpc", "2.0"},
-       {"method", "textDocument/didOpen"},
-       {"params",
-        {{"textDocument", {{"uri", "file:///t/m.py"}, {"languageId", "python"}, {"version", 1}, {"text", kModel}}}}}});
+  h.open("file:///t/m.py", kModel);
   // Without running the I/O thread in between, the hover is still waiting for the analysis.
   h.send({{"jsonrpc", "2.0"},
           {"id", 2},
@@ -165,11 +164,7 @@ TEST_CASE("server: the validator seam advertises its commands and code lenses an
   CHECK(init["result"]["capabilities"]["executeCommandProvider"]["commands"] ==
         json::array({"graphmend.applyAutofix", "graphmend.validate"}));
   CHECK(init["result"]["capabilities"].contains("codeLensProvider"));
-  h.send(
-      {{"jsonrpc", "2.0"},
-       {"method", "textDocument/didOpen"},
-       {"params",
-        {{"textDocument", {{"uri", "file:///t/m.py"}, {"languageId", "python"}, {"version", 1}, {"text", kModel}}}}}});
+  h.open("file:///t/m.py", kModel);
   h.send({{"jsonrpc", "2.0"},
           {"id", 2},
           {"method", "textDocument/codeLens"},
