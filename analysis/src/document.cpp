@@ -83,7 +83,7 @@ Document::Document(Document&& other) noexcept
     : path_(std::move(other.path_)),
       text_(std::move(other.text_)),
       lines_(std::move(other.lines_)),
-      tokenizer_error_(std::move(other.tokenizer_error_)),
+      tokenizer_(std::move(other.tokenizer_)),
       parse_text_(std::move(other.parse_text_)),
       parser_(std::exchange(other.parser_, nullptr)),
       tree_(std::exchange(other.tree_, nullptr)),
@@ -102,7 +102,7 @@ Document& Document::operator=(Document&& other) noexcept {
     edits_since_base_ = other.edits_since_base_;
     text_ = std::move(other.text_);
     lines_ = std::move(other.lines_);
-    tokenizer_error_ = std::move(other.tokenizer_error_);
+    tokenizer_ = std::move(other.tokenizer_);
     parse_text_ = std::move(other.parse_text_);
     parser_ = std::exchange(other.parser_, nullptr);
     tree_ = std::exchange(other.tree_, nullptr);
@@ -156,7 +156,7 @@ bool Document::apply_edit(ByteRange range, std::string_view new_text, std::share
   // next parse reuses, edited to match the text. A halted parse is dropped and starts over.
   if (parse_pending_) ts_parser_reset(parser_);
   ts_tree_edit(tree_, &edit);
-  text_changed();
+  text_changed(&edit);
   const bool done = parse(budget);
   if (base_) {
     ts_tree_edit(base_, &edit);
@@ -168,10 +168,13 @@ bool Document::apply_edit(ByteRange range, std::string_view new_text, std::share
   return done;
 }
 
-void Document::text_changed() {
+void Document::text_changed(const TSInputEdit* edit) {
   const std::string& text = *text_;
   lines_ = LineIndex(text);
-  tokenizer_error_ = find_tokenizer_error(text);
+  if (edit)
+    tokenizer_.edited(text, edit->start_byte, edit->old_end_byte, edit->new_end_byte);
+  else
+    tokenizer_ = TokenizerCheck(text);
   parse_text_.clear();
   for (size_t i = text.find('\r'); i != std::string::npos; i = text.find('\r', i + 1)) {
     if (!lone_cr(text, i)) continue;
@@ -247,7 +250,7 @@ void Document::replace_text(std::shared_ptr<const std::string> text) {
   parse(std::chrono::microseconds{0});
 }
 
-bool Document::has_syntax_errors() const { return tokenizer_error_ || ts_node_has_error(root()); }
+bool Document::has_syntax_errors() const { return tokenizer_.error() || ts_node_has_error(root()); }
 
 std::vector<ByteRange> Document::error_ranges() const {
   std::vector<ByteRange> out;
@@ -260,8 +263,8 @@ std::vector<Problem> Document::syntax_errors() const {
   collect_errors(root(), ranges);
   std::vector<Problem> out;
   for (ByteRange r : ranges) out.push_back({Problem::Kind::Syntax, r, "SyntaxError: invalid syntax"});
-  if (tokenizer_error_) {
-    const Problem p{Problem::Kind::Syntax, tokenizer_error_->range, tokenizer_error_->message};
+  if (const auto& tokenizer_error = tokenizer_.error()) {
+    const Problem p{Problem::Kind::Syntax, tokenizer_error->range, tokenizer_error->message};
     auto at = std::find_if(out.begin(), out.end(), [&](const Problem& q) { return q.range.start > p.range.start; });
     out.insert(at, p);
   }

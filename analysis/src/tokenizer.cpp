@@ -5,6 +5,7 @@
 // line must be followed by one (the parser's "unexpected indent" and "expected an indented block").
 #include "graphmend/analysis/tokenizer.h"
 
+#include <algorithm>
 #include <utility>
 #include <vector>
 
@@ -50,20 +51,32 @@ std::string block_owner(std::string_view keyword) {
   return "";
 }
 
+// Where the scan of TokenizerCheck records its resume points, and the old scan's points it may meet.
+struct ResumePoints {
+  std::vector<uint32_t>* found = nullptr;  // appended, ascending
+  // The old text's points past the edit, moved by `delta` into the new text: reaching one of them,
+  // the scan is where the old one was, with the same text ahead, so it stops.
+  std::vector<uint32_t>::const_iterator old_next, old_end;
+  int64_t delta = 0;
+  std::vector<uint32_t>::const_iterator met;  // the old point reached; old_end when none was
+};
+
 class Scanner {
  public:
   // With `layout`, the scan also records comments and the line ends that are not code, and does not stop
-  // at an error.
-  explicit Scanner(std::string_view text, CommentLayout* layout = nullptr)
-      : t_(text), n_(text.size()), layout_(layout) {}
+  // at an error. A scan from `start` > 0 must start at a resume point (its state is the initial one).
+  explicit Scanner(std::string_view text, CommentLayout* layout = nullptr, size_t start = 0,
+                   ResumePoints* resume = nullptr)
+      : t_(text), n_(text.size()), start_(start), layout_(layout), resume_(resume) {}
 
   std::optional<TokenizerError> run() {
-    size_t i = t_.starts_with("\xEF\xBB\xBF") ? 3 : 0;
+    size_t i = start_ == 0 && t_.starts_with("\xEF\xBB\xBF") ? 3 : start_;
     bool line_start = true;  // a physical line that starts a logical line (not inside brackets or continued)
     while (true) {
       if (line_start) {
         line_start = false;
         if (auto error = indentation(i); error && !layout_) return error;
+        if (resume_ && top_level_line_ && !gave_up_ && at_resume_point()) return std::nullopt;
       }
       if (gave_up_) return std::nullopt;
       if (i >= n_) break;
@@ -140,6 +153,16 @@ class Scanner {
     ++tokens_;
   }
 
+  // Records the top-level line just measured; true when it is one the old scan also reached.
+  bool at_resume_point() {
+    const auto here = static_cast<uint32_t>(logical_start_);
+    resume_->found->push_back(here);
+    while (resume_->old_next != resume_->old_end && *resume_->old_next + resume_->delta < here) ++resume_->old_next;
+    if (resume_->old_next == resume_->old_end || *resume_->old_next + resume_->delta != here) return false;
+    resume_->met = resume_->old_next;
+    return true;
+  }
+
   void end_logical_line() {
     expect_block_ = last_colon_;
     if (expect_block_) {
@@ -154,6 +177,8 @@ class Scanner {
   // The indentation of the logical line starting at `i` against the stack; moves `i` past it. Lines
   // holding only whitespace and a comment do not count.
   std::optional<TokenizerError> indentation(size_t& i) {
+    const size_t line_begin = i;
+    top_level_line_ = false;
     int col = 0, alt = 0, continued_col = 0;
     while (i < n_) {
       const char c = t_[i];
@@ -195,6 +220,8 @@ class Scanner {
       if (alt != indents_.back().second) return tab_error(i);
       if (expect_block) return error_at(i, expected_block_message());
     }
+    // Not indented at all and accepted: the scanner's state is the initial one (a resume point).
+    top_level_line_ = i == line_begin && indents_.size() == 1;
     return std::nullopt;
   }
 
@@ -311,6 +338,7 @@ class Scanner {
 
   std::string_view t_;
   size_t n_;
+  size_t start_;
   std::vector<std::pair<int, int>> indents_{{0, 0}};  // (column with tabs of 8, column with tabs of 1)
   int level_ = 0;                                     // brackets open
   size_t tokens_ = 0;                                 // tokens of the logical line so far
@@ -321,12 +349,47 @@ class Scanner {
   size_t block_start_ = 0;     // where that line starts (its number is counted only for a message)
   std::string_view block_keyword_;
   bool gave_up_ = false;
+  bool top_level_line_ = false;  // the logical line just measured starts its physical line, unindented
   CommentLayout* layout_;
+  ResumePoints* resume_;
 };
 
 }  // namespace
 
 std::optional<TokenizerError> find_tokenizer_error(std::string_view text) { return Scanner(text).run(); }
+
+TokenizerCheck::TokenizerCheck(std::string_view text) {
+  static const std::vector<uint32_t> kNoOldScan;
+  ResumePoints resume{&resume_points_, kNoOldScan.cbegin(), kNoOldScan.cend(), 0, kNoOldScan.cend()};
+  error_ = Scanner(text, nullptr, 0, &resume).run();
+  last_scan_ = {0, static_cast<uint32_t>(text.size())};
+}
+
+void TokenizerCheck::edited(std::string_view text, uint32_t start, uint32_t old_end, uint32_t new_end) {
+  const std::vector<uint32_t> old = std::move(resume_points_);
+  const bool old_error = error_.has_value();
+  resume_points_.clear();
+  // The text before the edit is unchanged, and with it the scan up to the last resume point before the
+  // edit (a point's place depends on the text up to and including its first character).
+  auto after = std::lower_bound(old.begin(), old.end(), start);
+  size_t from = 0;
+  if (after != old.begin()) {
+    --after;
+    from = *after;
+  }
+  resume_points_.assign(old.begin(), after);
+  // The old points at or past the old end of the edit have the same text ahead of them in both texts.
+  const int64_t delta = static_cast<int64_t>(new_end) - static_cast<int64_t>(old_end);
+  ResumePoints resume{&resume_points_, std::lower_bound(old.begin(), old.end(), old_end), old.end(), delta, old.end()};
+  error_ = Scanner(text, nullptr, from, &resume).run();
+  last_scan_ = {static_cast<uint32_t>(from), static_cast<uint32_t>(text.size())};
+  if (resume.met == old.end()) return;
+  last_scan_.end = static_cast<uint32_t>(*resume.met + delta);
+  for (auto it = resume.met + 1; it != old.end(); ++it) resume_points_.push_back(static_cast<uint32_t>(*it + delta));
+  // The old scan's error (after its last point, where it stopped) is found again from that point: its
+  // message may name a line, whose number moved.
+  if (old_error) error_ = Scanner(text, nullptr, resume_points_.back()).run();
+}
 
 CommentLayout find_comments(std::string_view text) {
   CommentLayout layout;

@@ -237,9 +237,17 @@ void check_incremental(const std::string& input, const Config& config) {
   IncrementalAnalyzer analyzer;
   analyzer.run(document, config, 1);
   auto compare = [&](const char* what) {
+    Document fresh("fuzz.py", document.text());
+    // The tokenizer check is rescanned around the edit only: it must equal a scan of the whole text.
+    auto tokenizer = [](const Document& d) {
+      const auto& e = d.tokenizer_error();
+      return e ? std::to_string(e->range.start) + "-" + std::to_string(e->range.end) + " " + e->message : "none";
+    };
+    if (tokenizer(document) != tokenizer(fresh))
+      fail("the edited document's tokenizer check differs from a fresh one", input,
+           std::string(what) + "\n-- edited: " + tokenizer(document) + "\n-- fresh: " + tokenizer(fresh));
     auto result = analyzer.run(document, config, 1);
     if (result.held) return;
-    Document fresh("fuzz.py", document.text());
     std::string expected = describe(analyze(fresh, config).findings), got = describe(result.analysis.findings);
     if (expected != got)
       fail("incremental analysis differs from the whole-file one", input,

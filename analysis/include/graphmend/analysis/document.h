@@ -76,6 +76,8 @@ class Document {
 
   // tree-sitter's ERROR and MISSING nodes, or what CPython's tokenizer rejects (indentation).
   bool has_syntax_errors() const;
+  // What CPython's tokenizer rejects alone (kept through edits by rescanning around them).
+  const std::optional<TokenizerError>& tokenizer_error() const { return tokenizer_.error(); }
   // Their ranges: analysis reports nothing inside them.
   std::vector<ByteRange> error_ranges() const;
   // The same with CPython's words, in order of position ("SyntaxError: invalid syntax" for tree-sitter's).
@@ -85,8 +87,9 @@ class Document {
 
  private:
   bool parse(std::chrono::microseconds budget);
-  // After `text_` changed: its line index, tokenizer check and the text tree-sitter reads.
-  void text_changed();
+  // After `text_` changed (by `edit`, or wholesale when null): its line index, tokenizer check and the
+  // text tree-sitter reads.
+  void text_changed(const TSInputEdit* edit = nullptr);
   // `earlier` followed by `later` as one change of the text before `earlier`.
   static Changes combine(const Changes& earlier, const Changes& later);
 
@@ -94,7 +97,7 @@ class Document {
   // Shared with the server's snapshot of the version; null only in a moved-from Document.
   std::shared_ptr<const std::string> text_;
   LineIndex lines_;  // views *text_, which a move leaves in place
-  std::optional<TokenizerError> tokenizer_error_;
+  TokenizerCheck tokenizer_;
   // `text_` with each lone "\r" (old Mac line ends, which CPython reads as line breaks and
   // tree-sitter-python as spaces) made a "\n": same length, same offsets. Empty when there is none.
   std::string parse_text_;
