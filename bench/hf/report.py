@@ -233,6 +233,14 @@ def _fmt_x(x):
     return f"{x:.2f}x" if isinstance(x, (int, float)) else "-"
 
 
+def _timing_cell(m: dict, key: str) -> str:
+    """A row's timing ratio, or why it has none (not timed: '-'; a failed timing run: its error, short)."""
+    tm = m.get("timing") or {}
+    if key in tm:
+        return _fmt_x(tm[key])
+    return f"not timed ({tm['error'][:40]})" if tm.get("error") else "-"
+
+
 def markdown(results: dict, chart_path: str | None) -> str:
     meta, t, models = results["meta"], results.get("totals") or totals(results), results["models"]
     ok = _ok(models)
@@ -558,8 +566,8 @@ def paper_markdown(results: dict) -> str:
       f"workers under `{meta.get('worker_python')}`; graphmend: "
       f"`{meta.get('graphmend_version') or meta.get('graphmend_bin') or 'not run (census only)'}`. "
       f"{_bin_note(meta)}Run time {meta.get('duration_s')} s (`--jobs {args.get('jobs', 1)}`, {timing}). Regenerate: "
-      f"`.venv/bin/python bench/hf/run.py --corpus {meta.get('corpus')} --no-timing` (`bash scripts/bench.sh` runs "
-      f"it too and creates `.venv-tf452` when missing); data: `bench/results/hf-paper-4.52.4.json` (per row, "
+      f"`.venv/bin/python bench/hf/run.py --corpus {meta.get('corpus')}` (with `--no-timing` it skips phase 4, the "
+      f"timing; `bash scripts/bench.sh` runs it too and creates `.venv-tf452` when missing); data: `bench/results/hf-paper-4.52.4.json` (per row, "
       f"`breaks` lists every site of each arm).")
     A("")
     A(f"Flags: {meta.get('corpus_flags')}; train() runs forward + backward. Rows: the recipes marked as the "
@@ -589,15 +597,27 @@ def paper_markdown(results: dict) -> str:
           f"({det['sites_found']} of {det['sites_found'] + det['sites_missed']} break sites have a finding), "
           f"precision {det['precision']}% ({det['true']} true, {det['false']} refuted among findings on traced "
           f"statements; {det['unverified']} in code these inputs did not reach)." + _detection_extras(det))
+    tm = t.get("timing")
+    if tm:
+        timed = [m for m in ok if (m.get("timing") or {}).get("cold_x") is not None]
+        modes = sorted({m["timing"]["mode"] for m in timed})
+        A("")
+        A(f"**Cold start and steady state** (phase 4 of `bench/hf/run.py`: inductor, CPU, {'/'.join(modes)}, a fresh "
+          f"process per run with compile caches off, arms alternated, medians of "
+          f"{timed[0]['timing'].get('reps')} runs per arm; rows whose safe fix removed breaks): cold start "
+          f"original / fixed median **{tm['cold_x_median']}x**, max {tm['cold_x_max']}x over {tm['models']} rows "
+          f"(paper: up to 26x, mean ~5x, on an RTX 3090); steady state median {tm['steady_x_median']}x (paper: "
+          "mostly 1.05-1.19x). Per row in the *cold x* and *steady x* columns.")
     A("")
     A("| model | dtype | breaks before | after safe | after unsafe | paper | outputs equal safe | "
-      "outputs equal unsafe | fullgraph before | fullgraph after safe | fullgraph after unsafe | kinds before |")
-    A("|---|---|---|---|---|---|---|---|---|---|---|---|")
+      "outputs equal unsafe | fullgraph before | fullgraph after safe | fullgraph after unsafe | kinds before | "
+      "cold x | steady x |")
+    A("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for m in models:
         pap = m.get("paper_before")
         pap = "-" if pap is None else str(pap)
         if m.get("status") != "ok":
-            A(f"| {m['name']} | | skipped: {m.get('skip_reason', '')[:80]} | | | {pap} | | | | | | |")
+            A(f"| {m['name']} | | skipped: {m.get('skip_reason', '')[:80]} | | | {pap} | | | | | | | | |")
             continue
         b = m["before"]
         dtype = (m.get("dtype") or "").replace("torch.", "")
@@ -605,10 +625,11 @@ def paper_markdown(results: dict) -> str:
         fgb = "/".join(_yn(b["fullgraph"].get(k)) for k in ("eval", "train"))
         A(f"| {m['name']} | {dtype} | {len(b['sites'])} ({_modes(m, 'before')}) | {_after_cell(m, '')} | "
           f"{_after_cell(m, '_unsafe')} | {pap} | {_eq_cell(m, '')} | {_eq_cell(m, '_unsafe')} | {fgb} | "
-          f"{_fg_cell(m, '')} | {_fg_cell(m, '_unsafe')} | {kinds} |")
+          f"{_fg_cell(m, '')} | {_fg_cell(m, '_unsafe')} | {kinds} | {_timing_cell(m, 'cold_x')} | "
+          f"{_timing_cell(m, 'steady_x')} |")
     A(f"| **total** | | {pt['before']} | {pt['after_safe']} | {pt['after_unsafe']} | {paper['before']} -> "
       f"{paper['after']} ({paper['rows']} rows; {pt['paper_known_before']} on the {pt['known_rows']} rows above) "
-      f"| | | | | | |")
+      f"| | | | | | | | |")
     A("")
     changed = sorted({n for arm in ("", "_unsafe") for n in (_arm_totals(ok, arm).get("outputs_changed") or [])})
     errors = sorted({n for arm in ("", "_unsafe") for n in (_arm_totals(ok, arm).get("errors") or [])})

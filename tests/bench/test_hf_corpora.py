@@ -148,6 +148,25 @@ def test_unsafe_totals_and_paper_section():
             "(line 10, train): detected, no fix: GM101: continue; gone after unsafe") in md
     assert "BartEncoderLayer.forward" in md and "not detected by graphmend; still breaks after unsafe" in md
     assert "Florence2VisionConfig" in md
+    assert "Cold start and steady state" not in md  # no row was timed
+
+
+def test_paper_section_shows_the_timing_of_rows_that_reach_one_graph():
+    res = canned()
+    bart = next(m for m in res["models"] if m["name"] == "bart")
+    bart["timing"] = {"mode": "eval", "reps": 2, "cold_x": 2.5, "steady_x": 1.1}
+    phi3 = next(m for m in res["models"] if m["name"] == "phi3")
+    phi3["timing"] = {"mode": "eval", "error": "fixed: timeout"}
+    res["totals"] = report.totals(res)
+    md = report.paper_markdown(res)
+    assert "cold start original / fixed median **2.5x**, max 2.5x over 1 rows" in md
+    assert "steady state median 1.1x" in md
+    bart_row = next(line for line in md.splitlines() if line.startswith("| bart |"))
+    assert bart_row.endswith("| 2.50x | 1.10x |")
+    phi3_row = next(line for line in md.splitlines() if line.startswith("| phi3 |"))
+    assert phi3_row.endswith("| not timed (fixed: timeout) | not timed (fixed: timeout) |")
+    t5_row = next(line for line in md.splitlines() if line.startswith("| t5 |"))
+    assert t5_row.endswith("| - | - |")
 
 
 def test_default_markdown_gets_the_unsafe_column_only_with_data():

@@ -53,16 +53,19 @@ def test_files_for(tmp_path):
     assert files == ["models/bart/modeling_bart.py", "utils/generic.py", "utils/output_capturing.py"]
 
 
-def test_pick_timing_prefers_eval_gain():
-    def entry(name, before, after, changed=True):
+def test_pick_timing_prefers_eval_gain_in_modes_that_reach_one_graph():
+    def entry(name, before, after, changed=True, fullgraph=None):
         b = {"sites_by_mode": before, "sites": []}
-        a = {"sites_by_mode": after, "sites": []}
+        a = {"sites_by_mode": after, "sites": [],
+             "fullgraph": fullgraph or {mode: n == 0 for mode, n in after.items()}}
         return {"name": name, "status": "ok", "before": b, "after": a,
                 "fix": {"files_changed": {"f.py": {}} if changed else {}}}
     entries = [entry("a", {"eval": 0, "train": 3}, {"eval": 0, "train": 0}),
-               entry("b", {"eval": 2, "train": 5}, {"eval": 1, "train": 1}),
+               entry("b", {"eval": 2, "train": 5}, {"eval": 0, "train": 1}),
                entry("c", {"eval": 1, "train": 1}, {"eval": 0, "train": 0}, changed=False),
-               entry("d", {"eval": 1, "train": 1}, {"eval": 1, "train": 1})]
+               entry("d", {"eval": 1, "train": 1}, {"eval": 1, "train": 1}),
+               # fewer breaks but still more than one graph: not what the timing measures
+               entry("e", {"eval": 3, "train": 3}, {"eval": 1, "train": 1})]
     args = argparse.Namespace(timing_models=None, timing_count=5)
     assert run.pick_timing(entries, args) == [("a", "train"), ("b", "eval")]
     args = argparse.Namespace(timing_models=None, timing_count=1)
