@@ -604,7 +604,7 @@ def paper_markdown(results: dict) -> str:
         A("")
         A(f"**Cold start and steady state** (phase 4 of `bench/hf/run.py`: inductor, CPU, {'/'.join(modes)}, a fresh "
           f"process per run with compile caches off, arms alternated, medians of "
-          f"{timed[0]['timing'].get('reps')} runs per arm; rows whose safe fix removed breaks): cold start "
+          f"{timed[0]['timing'].get('reps')} runs per arm; the rows the safe fix brings to one graph): cold start "
           f"original / fixed median **{tm['cold_x_median']}x**, max {tm['cold_x_max']}x over {tm['models']} rows "
           f"(paper: up to 26x, mean ~5x, on an RTX 3090); steady state median {tm['steady_x_median']}x (paper: "
           "mostly 1.05-1.19x). Per row in the *cold x* and *steady x* columns.")
