@@ -6,6 +6,7 @@
 #include <functional>
 #include <unordered_set>
 
+#include "graphmend/analysis/annotations.h"
 #include "graphmend/analysis/phase_timing.h"
 
 extern "C" const TSLanguage* tree_sitter_python(void);
@@ -113,6 +114,10 @@ std::string_view to_string(ValueKind kind) {
       return "None";
     case ValueKind::Module:
       return "module";
+    case ValueKind::TensorSequence:
+      return "list of tensors";
+    case ValueKind::TensorMapping:
+      return "dict of tensors";
   }
   return "unknown";
 }
@@ -165,11 +170,6 @@ constexpr std::array<std::string_view, 2> kDataTorchFunctions{"torch.equal", "to
 // Calls that Dynamo treats as constant True while tracing.
 constexpr std::array<std::string_view, 3> kCompilingChecks{"is_compiling", "is_torchdynamo_compiling",
                                                            "is_dynamo_compiling"};
-// Annotation spellings of tensors.
-constexpr std::array<std::string_view, 8> kTensorAnnotations{"Tensor",    "FloatTensor", "LongTensor",   "BoolTensor",
-                                                             "IntTensor", "HalfTensor",  "DoubleTensor", "ByteTensor"};
-constexpr std::array<std::string_view, 6> kStaticAnnotations{"bool", "int", "float", "str", "Size", "dtype"};
-
 std::string text_of(const Document& doc, TSNode node) { return std::string(doc.node_text(node)); }
 
 // `x[:, 0]`, `x[..., None]`: a subscript with several indices, one of them a slice, `...` or None, which a
@@ -197,6 +197,16 @@ bool looks_like_flag(std::string_view name) {
 }
 
 ValueKind merge(ValueKind a, ValueKind b) {
+  if (a == b) return a;
+  // A container of tensors stays one when the other value is None (`Optional[List[Tensor]]`); mixed with
+  // anything else it proves nothing.
+  auto container = [](ValueKind k) { return k == ValueKind::TensorSequence || k == ValueKind::TensorMapping; };
+  if (container(a) || container(b)) {
+    // Like a tensor, a container proven on one path dominates what is not known on another.
+    if (a == ValueKind::None || a == ValueKind::Unknown) return b;
+    if (b == ValueKind::None || b == ValueKind::Unknown) return a;
+    return ValueKind::Unknown;
+  }
   // Tensor dominates (an Optional[Tensor] is a tensor where it is used), then data-dependent values.
   if (a == ValueKind::Tensor || b == ValueKind::Tensor) return ValueKind::Tensor;
   if (a == ValueKind::DataScalar || b == ValueKind::DataScalar) return ValueKind::DataScalar;
@@ -207,34 +217,44 @@ ValueKind merge(ValueKind a, ValueKind b) {
   return ValueKind::Static;
 }
 
-// Kind implied by a parameter or variable annotation.
-ValueKind annotation_kind(std::string_view annotation) {
-  std::string_view core = annotation;
-  for (std::string_view wrapper : {"Optional[", "typing.Optional["}) {
-    if (core.starts_with(wrapper) && core.ends_with("]"))
-      core = core.substr(wrapper.size(), core.size() - wrapper.size() - 1);
+// Kind implied by a parameter or variable annotation (annotations.h).
+ValueKind annotation_kind(std::string_view annotation) { return read_annotation(annotation).kind; }
+
+// One letter per kind, for the argument kinds the workspace pass carries between files as text.
+char kind_code(ValueKind kind) {
+  switch (kind) {
+    case ValueKind::Tensor:
+      return 'T';
+    case ValueKind::DataScalar:
+      return 'D';
+    case ValueKind::Static:
+      return 'S';
+    case ValueKind::None:
+      return 'N';
+    case ValueKind::Module:
+      return 'M';
+    case ValueKind::TensorSequence:
+      return 'L';
+    case ValueKind::TensorMapping:
+      return 'K';
+    case ValueKind::Unknown:
+      break;
   }
-  if (auto bar = core.find('|'); bar != std::string_view::npos) core = core.substr(0, bar);
-  while (!core.empty() && core.back() == ' ') core.remove_suffix(1);
-  // A container of tensors (`Tuple[Tuple[torch.FloatTensor]]`, a legacy cache) is not a tensor.
-  for (std::string_view container : {"Tuple[", "tuple[", "List[", "list[", "Dict[", "dict[", "Sequence[", "Iterable[",
-                                     "typing.Tuple[", "typing.List[", "typing.Dict["}) {
-    if (core.starts_with(container)) {
-      if (core.starts_with("tuple[int") || core.starts_with("list[int") || core.starts_with("Tuple[int") ||
-          core.starts_with("List[int"))
-        return ValueKind::Static;
-      return ValueKind::Unknown;
-    }
+  return 'U';
+}
+ValueKind kind_from_code(char c) {
+  for (ValueKind k : {ValueKind::Tensor, ValueKind::DataScalar, ValueKind::Static, ValueKind::None, ValueKind::Module,
+                      ValueKind::TensorSequence, ValueKind::TensorMapping}) {
+    if (kind_code(k) == c) return k;
   }
-  for (auto t : kTensorAnnotations) {
-    if (core.find(t) != std::string_view::npos) return ValueKind::Tensor;
-  }
-  if (core.starts_with("torch.")) core.remove_prefix(6);
-  if (one_of(core, kStaticAnnotations)) return ValueKind::Static;
-  if (core.starts_with("tuple[int") || core.starts_with("list[int") || core.starts_with("Tuple[int") ||
-      core.starts_with("List[int"))
-    return ValueKind::Static;
   return ValueKind::Unknown;
+}
+
+// Positional and keyword arguments of a call, comments left out.
+size_t argument_count_of(TSNode call) {
+  size_t n = 0;
+  for (TSNode a : named_children(field(call, "arguments"))) n += !is_type(a, "comment");
+  return n;
 }
 
 void for_each_named_child(TSNode node, const std::function<void(TSNode)>& fn) {
@@ -248,6 +268,29 @@ bool is_simple_statement(std::string_view t) {
          t == "continue_statement" || t == "raise_statement" || t == "assert_statement" || t == "delete_statement" ||
          t == "import_statement" || t == "import_from_statement" || t == "future_import_statement" ||
          t == "global_statement" || t == "nonlocal_statement" || t == "type_alias_statement" || t == "comment";
+}
+
+// The variables of the comprehensions kind_of is reading, innermost last (per thread: models are read
+// by several threads at once).
+thread_local std::vector<std::pair<std::string, ValueKind>> comprehension_scope;
+
+bool is_pattern(TSNode node) {
+  return is_type(node, "pattern_list") || is_type(node, "tuple_pattern") || is_type(node, "list_pattern") ||
+         is_type(node, "expression_list") || is_type(node, "tuple") || is_type(node, "list");
+}
+
+// The targets of a pattern, comments left out.
+std::vector<TSNode> pattern_parts(TSNode pattern) {
+  std::vector<TSNode> parts;
+  for (TSNode t : named_children(pattern)) {
+    if (!is_type(t, "comment")) parts.push_back(t);
+  }
+  return parts;
+}
+
+bool is_comprehension(std::string_view t) {
+  return t == "list_comprehension" || t == "generator_expression" || t == "set_comprehension" ||
+         t == "dictionary_comprehension";
 }
 
 template <class F>
@@ -273,6 +316,16 @@ SemanticModel::SemanticModel(const Document& document, Scope scope,
   index_definitions();
   collect_compile_call_targets();
   for (const std::string& name : traced_from_workspace) {
+    // "args:f:TS": a call of `f` in another file's traced code passes a tensor and a static value.
+    if (name.starts_with(kWorkspaceArgumentsPrefix)) {
+      const std::string_view rest = std::string_view(name).substr(kWorkspaceArgumentsPrefix.size());
+      const size_t colon = rest.rfind(':');
+      if (colon == std::string_view::npos) continue;
+      std::vector<ValueKind> kinds;
+      for (char c : rest.substr(colon + 1)) kinds.push_back(kind_from_code(c));
+      workspace_call_args_[std::string(rest.substr(0, colon))].push_back(std::move(kinds));
+      continue;
+    }
     // "@d": another file's traced function is decorated with this file's `d`: d's wrappers run.
     if (name.starts_with("@")) {
       auto it = top_level_by_name_.find(name.substr(1));
@@ -312,6 +365,7 @@ SemanticModel::SemanticModel(const Document& document, Scope scope,
   std::vector<ResolvedCalls> calls;
   calls.reserve(functions_.size());
   for (const auto& f : functions_) calls.push_back(resolved_calls(*f));
+  seed_workspace_call_sites();
   for (int pass = 0; pass < kMaxInferencePasses; ++pass) {
     for (auto& f : functions_) {
       f->call_site_args_by_pass[pass] = f->call_site_args;
@@ -546,7 +600,7 @@ void SemanticModel::read_function(FunctionInfo& fn, TSNode definition) {
     if (t == "function_definition" || t == "class_definition" || t == "decorated_definition" || t == "lambda")
       return Walk::Skip;
     if (ts_node_is_named(node) && (t == "call" || t == "assignment" || t == "augmented_assignment" ||
-                                   t == "for_statement" || t == "return_statement"))
+                                   t == "for_statement" || t == "return_statement" || is_comprehension(t)))
       fn.body_nodes.push_back(node);
     if (t == "subscript" && is_type(field(node, "value"), "identifier") && indexes_in_several_dimensions(node))
       fn.indexed_in_several_dimensions.insert(text_of(document_, field(node, "value")));
@@ -742,8 +796,19 @@ std::vector<std::pair<uint32_t, std::vector<ValueKind>>> SemanticModel::outgoing
   return out;
 }
 
+void SemanticModel::seed_workspace_call_sites() {
+  if (workspace_call_args_.empty()) return;
+  for (auto& f : functions_) {
+    if (f->owner || f->parent) continue;
+    auto it = workspace_call_args_.find(f->name);
+    if (it != workspace_call_args_.end())
+      f->call_site_args.insert(f->call_site_args.end(), it->second.begin(), it->second.end());
+  }
+}
+
 void SemanticModel::collect_call_sites(int pass, const std::vector<ResolvedCalls>& calls) {
   for (auto& f : functions_) f->call_site_args.clear();
+  seed_workspace_call_sites();
   for (auto& f : functions_) {
     f->outgoing_by_pass[pass] = outgoing_calls(*f, calls[f->index]);
     if (pass == 0) {
@@ -1000,11 +1065,28 @@ void SemanticModel::infer_locals(FunctionInfo& fn) {
     fn.params.push_back(name);
     if (kind == ValueKind::Unknown && t == "identifier") {
       // An unannotated, default-less input of a module's forward or of a compiled function is a tensor.
+      // Not by position alone: a call site of this file that passes a Python value there (`self.block(x, 2)`)
+      // says it is not one.
       bool entry_like = (fn.owner && fn.owner->is_module && fn.name == "forward") || fn.is_entry;
-      if (entry_like && !looks_like_flag(name)) kind = ValueKind::Tensor;
+      const size_t index = fn.params.size() - 1;
+      const bool given_a_python_value =
+          std::any_of(fn.call_site_args.begin(), fn.call_site_args.end(), [&](const auto& args) {
+            return index < args.size() &&
+                   (args[index] == ValueKind::Static || args[index] == ValueKind::TensorSequence ||
+                    args[index] == ValueKind::TensorMapping);
+          });
+      if (entry_like && !looks_like_flag(name) && !given_a_python_value) kind = ValueKind::Tensor;
+      if (entry_like && given_a_python_value) {
+        // Overrides what an earlier pass took by position: a Python value where every call site passes one.
+        const bool all_static = std::all_of(fn.call_site_args.begin(), fn.call_site_args.end(), [&](const auto& args) {
+          return index < args.size() && args[index] == ValueKind::Static;
+        });
+        fn.locals[name] = all_static ? ValueKind::Static : ValueKind::Unknown;
+      }
     }
-    if (kind == ValueKind::Unknown && !fn.call_site_args.empty()) {
-      // A helper's parameter is a tensor when every call site in the file passes one.
+    if ((kind == ValueKind::Unknown || kind == ValueKind::Static) && !fn.call_site_args.empty()) {
+      // A helper's parameter is a tensor when every call site in the file passes one: what flows in wins
+      // over an annotation that says otherwise (`grid_thw: list[list[int]]` given a tensor).
       size_t index = fn.params.size() - 1;
       bool all_tensor = std::all_of(fn.call_site_args.begin(), fn.call_site_args.end(), [&](const auto& args) {
         return index < args.size() && args[index] == ValueKind::Tensor;
@@ -1021,26 +1103,17 @@ void SemanticModel::infer_locals(FunctionInfo& fn) {
       if (fn.indexed_in_several_dimensions.count(name)) kind = ValueKind::Tensor;
     }
     auto it = fn.locals.find(name);
-    if (it == fn.locals.end() || it->second == ValueKind::Unknown) fn.locals[name] = kind;
+    if (it == fn.locals.end() || it->second == ValueKind::Unknown)
+      fn.locals[name] = kind;
+    else if (kind == ValueKind::Tensor)  // learnt from callers in a later pass
+      it->second = merge(it->second, kind);
   });
 
-  std::function<void(TSNode, ValueKind)> assign = [&](TSNode target, ValueKind kind) {
-    target = unparenthesize(target);
-    if (is_type(target, "identifier")) {
-      std::string name = text_of(document_, target);
-      auto it = fn.locals.find(name);
-      fn.locals[name] = it == fn.locals.end() ? kind : merge(it->second, kind);
-    } else if (is_type(target, "pattern_list") || is_type(target, "tuple_pattern") || is_type(target, "list_pattern")) {
-      // Unpacking a tensor (chunk, split, module outputs, the rows of a tensor) gives tensors, nested
-      // patterns included (`for h, w in shapes`); unpacking shapes gives ints.
-      ValueKind each = (kind == ValueKind::Tensor || kind == ValueKind::Static) ? kind : ValueKind::Unknown;
-      for_each_named_child(target, [&](TSNode t) {
-        if (is_type(t, "identifier") || is_type(t, "tuple_pattern") || is_type(t, "list_pattern") ||
-            is_type(t, "parenthesized_expression"))
-          assign(t, each);
-      });
-    }
+  const Bind bind_local = [&](const std::string& name, ValueKind kind) {
+    auto it = fn.locals.find(name);
+    fn.locals[name] = it == fn.locals.end() ? kind : merge(it->second, kind);
   };
+  auto assign = [&](TSNode target, ValueKind kind) { unpack_target(target, kind, bind_local); };
 
   ValueKind returns = ValueKind::Unknown;
   bool saw_return = false;
@@ -1060,6 +1133,17 @@ void SemanticModel::infer_locals(FunctionInfo& fn) {
       TSNode left = unparenthesize(field(node, "left"));
       if (is_type(left, "identifier") && !ts_node_is_null(right))
         fn.assignments[text_of(document_, left)].push_back(right);
+      // `h, w = x.shape[-2:]` is one kind; `a, b = x, n` is element by element.
+      if (is_pattern(left) && !ts_node_is_null(right) &&
+          (is_type(unparenthesize(right), "expression_list") || is_type(unparenthesize(right), "tuple"))) {
+        const std::vector<TSNode> targets = pattern_parts(left), values = pattern_parts(unparenthesize(right));
+        auto splat = [](TSNode n) { return is_type(n, "list_splat_pattern") || is_type(n, "list_splat"); };
+        if (targets.size() == values.size() && std::none_of(targets.begin(), targets.end(), splat) &&
+            std::none_of(values.begin(), values.end(), splat)) {
+          for (size_t i = 0; i < targets.size(); ++i) assign(targets[i], kind_of(values[i], fn));
+          return;
+        }
+      }
       // `max_n, indices = self._global_indices(mask)`: each name takes its element of the callee's tuple.
       if ((is_type(left, "pattern_list") || is_type(left, "tuple_pattern")) && !ts_node_is_null(right) &&
           is_type(unparenthesize(right), "call")) {
@@ -1081,27 +1165,33 @@ void SemanticModel::infer_locals(FunctionInfo& fn) {
       ValueKind old = kind_of(field(node, "left"), fn);
       assign(field(node, "left"), merge(old, kind));
     } else if (t == "for_statement") {
-      TSNode right = unparenthesize(field(node, "right"));
-      ValueKind kind = ValueKind::Unknown;
-      TSNode left = unparenthesize(field(node, "left"));
-      if (is_type(right, "call") && text_of(document_, field(right, "function")) == "enumerate" &&
-          ts_node_named_child_count(field(right, "arguments")) == 1 &&
-          (is_type(left, "pattern_list") || is_type(left, "tuple_pattern")) && ts_node_named_child_count(left) == 2) {
-        // `for i, row in enumerate(t)`: a Python int counter and the rows of `t`.
-        TSNode iterated = ts_node_named_child(field(right, "arguments"), 0);
-        const ValueKind rows = kind_of(iterated, fn);
-        assign(ts_node_named_child(left, 0), ValueKind::Static);
-        assign(ts_node_named_child(left, 1),
-               rows == ValueKind::Tensor || rows == ValueKind::Module ? rows : ValueKind::Unknown);
-        return;
+      bind_iteration(field(node, "left"), field(node, "right"), fn, bind_local);
+    } else if (is_comprehension(t)) {
+      // The comprehension's variables, as locals for the rules that read its body (Python gives them a
+      // scope of their own; a clash with a local of the same name only merges the two kinds).
+      for (TSNode clause : named_children(node)) {
+        if (is_type(clause, "for_in_clause"))
+          bind_iteration(field(clause, "left"), field(clause, "right"), fn, bind_local);
       }
-      if (is_type(right, "call") && text_of(document_, field(right, "function")) == "range")
-        kind = ValueKind::Static;
-      else if (kind_of(right, fn) == ValueKind::Module)
-        kind = ValueKind::Module;
-      else if (kind_of(right, fn) == ValueKind::Tensor)
-        kind = ValueKind::Tensor;
-      assign(left, kind);
+    } else if (t == "call") {
+      // `feats.append(x)` / `feats.extend(xs)` / `feats.insert(i, x)`: what a list local holds.
+      TSNode callee = unparenthesize(field(node, "function"));
+      if (!is_type(callee, "attribute") || !is_type(field(callee, "object"), "identifier")) return;
+      const std::string_view method = document_.node_text(field(callee, "attribute"));
+      if (method != "append" && method != "extend" && method != "insert") return;
+      const std::string name = text_of(document_, field(callee, "object"));
+      auto local = fn.locals.find(name);
+      if (local == fn.locals.end()) return;
+      std::vector<TSNode> args = pattern_parts(field(node, "arguments"));
+      if (args.size() != (method == "insert" ? 2u : 1u) || is_type(args.back(), "keyword_argument")) return;
+      const ValueKind k = kind_of(args.back(), fn);
+      if (method == "extend") {
+        if (k == ValueKind::TensorSequence || k == ValueKind::Static) bind_local(name, k);
+      } else if (k == ValueKind::Tensor) {
+        bind_local(name, ValueKind::TensorSequence);
+      } else if (k == ValueKind::Static) {
+        bind_local(name, ValueKind::Static);
+      }
     } else if (t == "return_statement") {
       if (ts_node_named_child_count(node) == 0) {
         tuples_only = false;
@@ -1133,9 +1223,147 @@ void SemanticModel::infer_locals(FunctionInfo& fn) {
   });
   fn.return_kind = returns;
   fn.return_elements = tuples_only && saw_return ? std::move(elements) : std::vector<ValueKind>{};
+  // A return annotation is the author's word where the body proves nothing; a tensor the body returns
+  // wins over an annotation that says otherwise (`-> bool` over `return torch.all(a == b)`).
+  if (TSNode annotation = field(fn.node, "return_type"); !ts_node_is_null(annotation)) {
+    AnnotatedType declared = read_annotation(document_.node_text(annotation));
+    if (declared.kind != ValueKind::Unknown && fn.return_kind != ValueKind::Tensor) fn.return_kind = declared.kind;
+    if (fn.return_elements.empty()) {
+      fn.return_elements = std::move(declared.elements);
+    } else if (declared.elements.size() == fn.return_elements.size()) {
+      for (size_t i = 0; i < declared.elements.size(); ++i) {
+        if (fn.return_elements[i] != ValueKind::Tensor && declared.elements[i] != ValueKind::Unknown)
+          fn.return_elements[i] = declared.elements[i];
+      }
+    }
+  }
+}
+
+void SemanticModel::unpack_target(TSNode target, ValueKind kind, const Bind& bind) const {
+  target = unparenthesize(target);
+  if (is_type(target, "identifier")) {
+    bind(text_of(document_, target), kind);
+    return;
+  }
+  if (!is_pattern(target)) return;  // `self.x, y[0] = ...`: not a local
+  // Unpacking a tensor (chunk, split, module outputs, the rows of a tensor) or a list of tensors gives
+  // tensors, nested patterns included (`for h, w in shapes`); unpacking static values gives static ones.
+  const ValueKind each = kind == ValueKind::TensorSequence                          ? ValueKind::Tensor
+                         : (kind == ValueKind::Tensor || kind == ValueKind::Static) ? kind
+                                                                                    : ValueKind::Unknown;
+  for (TSNode part : pattern_parts(target)) {
+    if (is_type(part, "list_splat_pattern") || is_type(part, "list_splat")) {
+      // `first, *rest = feats`: the rest is a list of what the elements are.
+      TSNode inner = ts_node_named_child(part, 0);
+      const ValueKind rest = each == ValueKind::Tensor   ? ValueKind::TensorSequence
+                             : each == ValueKind::Static ? ValueKind::Static
+                                                         : ValueKind::Unknown;
+      if (is_type(inner, "identifier")) bind(text_of(document_, inner), rest);
+      continue;
+    }
+    unpack_target(part, each, bind);
+  }
+}
+
+ValueKind SemanticModel::element_kind(TSNode iterable, const FunctionInfo& fn) const {
+  iterable = unparenthesize(iterable);
+  if (is_type(iterable, "call")) {
+    TSNode callee = unparenthesize(field(iterable, "function"));
+    const std::string_view name = document_.node_text(callee);
+    const std::vector<TSNode> args = pattern_parts(field(iterable, "arguments"));
+    if (name == "range") return ValueKind::Static;
+    if ((name == "reversed" || name == "list" || name == "tuple" || name == "sorted") && args.size() == 1)
+      return element_kind(args[0], fn);
+    if (name == "zip" || name == "enumerate") {
+      // A whole tuple: a list of tensors when every zipped sequence yields tensors.
+      if (name == "enumerate" || args.empty()) return ValueKind::Unknown;
+      for (TSNode a : args) {
+        if (element_kind(a, fn) != ValueKind::Tensor) return ValueKind::Unknown;
+      }
+      return ValueKind::TensorSequence;
+    }
+    if (is_type(callee, "attribute") && kind_of(field(callee, "object"), fn) == ValueKind::TensorMapping) {
+      const std::string_view method = document_.node_text(field(callee, "attribute"));
+      if (method == "values") return ValueKind::Tensor;
+      if (method == "keys") return ValueKind::Static;
+      return ValueKind::Unknown;
+    }
+  }
+  switch (kind_of(iterable, fn)) {
+    case ValueKind::TensorSequence:
+    case ValueKind::Tensor:  // the rows of a tensor
+      return ValueKind::Tensor;
+    case ValueKind::Module:  // the layers of a ModuleList or Sequential
+      return ValueKind::Module;
+    case ValueKind::Static:
+    case ValueKind::TensorMapping:  // its keys
+      return ValueKind::Static;
+    default:
+      return ValueKind::Unknown;
+  }
+}
+
+void SemanticModel::bind_iteration(TSNode target, TSNode iterable, const FunctionInfo& fn, const Bind& bind) const {
+  target = unparenthesize(target);
+  iterable = unparenthesize(iterable);
+  if (is_pattern(target) && is_type(iterable, "call")) {
+    const std::vector<TSNode> parts = pattern_parts(target);
+    const std::vector<TSNode> args = pattern_parts(field(iterable, "arguments"));
+    auto plain = [](const std::vector<TSNode>& nodes) {
+      return std::none_of(nodes.begin(), nodes.end(), [](TSNode n) {
+        return is_type(n, "list_splat_pattern") || is_type(n, "list_splat") || is_type(n, "keyword_argument") ||
+               is_type(n, "dictionary_splat");
+      });
+    };
+    TSNode callee = unparenthesize(field(iterable, "function"));
+    const std::string_view name = document_.node_text(callee);
+    if (name == "zip" && parts.size() == args.size() && plain(parts) && plain(args)) {
+      // `for x, mask in zip(feats, masks)`: each name takes an element of its own sequence.
+      for (size_t i = 0; i < parts.size(); ++i) bind_iteration(parts[i], args[i], fn, bind);
+      return;
+    }
+    if (name == "enumerate" && parts.size() == 2 && plain(parts) && !args.empty() && plain({args[0]})) {
+      // `for i, layer in enumerate(self.layers)`: a Python int counter and the elements.
+      unpack_target(parts[0], ValueKind::Static, bind);
+      bind_iteration(parts[1], args[0], fn, bind);
+      return;
+    }
+    if (is_type(callee, "attribute") && document_.node_text(field(callee, "attribute")) == "items" &&
+        parts.size() == 2 && kind_of(field(callee, "object"), fn) == ValueKind::TensorMapping) {
+      unpack_target(parts[0], ValueKind::Static, bind);
+      unpack_target(parts[1], ValueKind::Tensor, bind);
+      return;
+    }
+  }
+  unpack_target(target, element_kind(iterable, fn), bind);
+}
+
+ValueKind SemanticModel::comprehension_kind(TSNode expr, const FunctionInfo& fn) const {
+  const size_t depth = comprehension_scope.size();
+  const Bind push = [](const std::string& name, ValueKind kind) { comprehension_scope.emplace_back(name, kind); };
+  for (TSNode clause : named_children(expr)) {
+    if (is_type(clause, "for_in_clause")) bind_iteration(field(clause, "left"), field(clause, "right"), fn, push);
+  }
+  TSNode body = field(expr, "body");
+  ValueKind result = ValueKind::Unknown;
+  if (is_type(expr, "dictionary_comprehension")) {
+    if (is_type(body, "pair") && kind_of(field(body, "value"), fn) == ValueKind::Tensor)
+      result = ValueKind::TensorMapping;
+  } else {
+    const ValueKind element = kind_of(body, fn);
+    result = element == ValueKind::Tensor   ? ValueKind::TensorSequence
+             : element == ValueKind::Static ? ValueKind::Static
+                                            : ValueKind::Unknown;
+  }
+  comprehension_scope.resize(depth);
+  return result;
 }
 
 ValueKind SemanticModel::name_kind(std::string_view name, const FunctionInfo& fn) const {
+  // A comprehension's own variables, while kind_of reads its body.
+  for (auto it = comprehension_scope.rbegin(); it != comprehension_scope.rend(); ++it) {
+    if (it->first == name) return it->second;
+  }
   for (const FunctionInfo* f = &fn; f; f = f->parent) {
     if (auto it = f->locals.find(std::string(name)); it != f->locals.end()) return it->second;
   }
@@ -1240,6 +1468,9 @@ ValueKind SemanticModel::call_kind(TSNode call, const FunctionInfo& fn) const {
     if (callee_text == "len" || callee_text == "isinstance" || callee_text == "hasattr" || callee_text == "range" ||
         callee_text == "getattr" || callee_text == "type" || callee_text == "str")
       return ValueKind::Static;
+    if (callee_text == "sum" && argument_count_of(call) == 1 &&
+        element_kind(ts_node_named_child(field(call, "arguments"), 0), fn) == ValueKind::Tensor)
+      return ValueKind::Tensor;  // `sum(losses)` adds tensors
     if (callee_text == "max" || callee_text == "min" || callee_text == "abs" || callee_text == "round" ||
         callee_text == "sum") {
       // Of values Dynamo knows (`max(self.config.attention_window)`): known too.
@@ -1249,6 +1480,18 @@ ValueKind SemanticModel::call_kind(TSNode call, const FunctionInfo& fn) const {
         all_static = all_static && !is_type(a, "keyword_argument") && kind_of(a, fn) == ValueKind::Static;
       }
       return all_static ? ValueKind::Static : ValueKind::Unknown;
+    }
+    if ((callee_text == "list" || callee_text == "tuple" || callee_text == "sorted" || callee_text == "reversed") &&
+        argument_count_of(call) == 1) {
+      // `list(feats)` of a list of tensors or of a tensor's rows.
+      const ValueKind element = element_kind(ts_node_named_child(field(call, "arguments"), 0), fn);
+      if (element == ValueKind::Tensor) return ValueKind::TensorSequence;
+      if (element == ValueKind::Static) return ValueKind::Static;
+      return ValueKind::Unknown;
+    }
+    if (callee_text == "dict" && argument_count_of(call) == 1) {
+      const ValueKind k = kind_of(ts_node_named_child(field(call, "arguments"), 0), fn);
+      return k == ValueKind::TensorMapping ? k : ValueKind::Unknown;
     }
     if (callee_text == "int" || callee_text == "float" || callee_text == "bool") {
       TSNode args = field(call, "arguments");
@@ -1272,6 +1515,17 @@ ValueKind SemanticModel::call_kind(TSNode call, const FunctionInfo& fn) const {
       if (one_of(std::string_view(method), kDataMethods)) return ValueKind::DataScalar;
       if (method == "numpy") return ValueKind::Unknown;
       return ValueKind::Tensor;
+    }
+    if (object_kind == ValueKind::TensorMapping) {
+      if (method == "get" || method == "pop" || method == "setdefault") return ValueKind::Tensor;
+      if (method == "values") return ValueKind::TensorSequence;
+      if (method == "keys") return ValueKind::Static;
+      return ValueKind::Unknown;
+    }
+    if (object_kind == ValueKind::TensorSequence) {
+      if (method == "pop") return ValueKind::Tensor;
+      if (method == "index" || method == "count") return ValueKind::Static;
+      return ValueKind::Unknown;
     }
     if (object_kind == ValueKind::Module) {
       if (method == "parameters" || method == "named_parameters" || method == "children" || method == "modules" ||
@@ -1379,9 +1633,51 @@ ValueKind SemanticModel::kind_of(TSNode expr, const FunctionInfo& fn) const {
     if (ts_node_named_child_count(expr) < 3) return ValueKind::Unknown;
     return merge(kind_of(ts_node_named_child(expr, 0), fn), kind_of(ts_node_named_child(expr, 2), fn));
   }
+  if (t == "list" || t == "tuple" || t == "expression_list" || t == "set") {
+    // `[a, b]`, `(h, w)`: a list of tensors when every element is one, of static values when every
+    // element is static; `[]` proves nothing until something is appended.
+    bool any = false, all_tensor = true, all_static = true;
+    for (TSNode e : named_children(expr)) {
+      if (is_type(e, "comment")) continue;
+      if (is_type(e, "list_splat")) {
+        const ValueKind inner = kind_of(ts_node_named_child(e, 0), fn);
+        all_tensor = all_tensor && inner == ValueKind::TensorSequence;
+        all_static = all_static && inner == ValueKind::Static;
+        any = true;
+        continue;
+      }
+      const ValueKind k = kind_of(e, fn);
+      any = true;
+      all_tensor = all_tensor && k == ValueKind::Tensor;
+      all_static = all_static && k == ValueKind::Static;
+    }
+    if (!any) return ValueKind::Unknown;
+    return all_tensor ? ValueKind::TensorSequence : all_static ? ValueKind::Static : ValueKind::Unknown;
+  }
+  if (t == "dictionary") {
+    bool any = false, all_tensor = true;
+    for (TSNode pair : named_children(expr)) {
+      if (!is_type(pair, "pair")) {
+        all_tensor = all_tensor && is_type(pair, "comment");
+        continue;
+      }
+      any = true;
+      all_tensor = all_tensor && kind_of(field(pair, "value"), fn) == ValueKind::Tensor;
+    }
+    return any && all_tensor ? ValueKind::TensorMapping : ValueKind::Unknown;
+  }
+  if (t == "list_comprehension" || t == "generator_expression" || t == "set_comprehension" ||
+      t == "dictionary_comprehension")
+    return comprehension_kind(expr, fn);
   if (t == "subscript") {
     ValueKind k = kind_of(field(expr, "value"), fn);
     if (k == ValueKind::Tensor || k == ValueKind::Static) return k;
+    if (k == ValueKind::TensorMapping) return ValueKind::Tensor;
+    if (k == ValueKind::TensorSequence) {
+      // `feats[-1]` is a tensor, `feats[1:]` a list of them.
+      const uint32_t n = ts_node_named_child_count(expr);
+      return n == 2 && is_type(ts_node_named_child(expr, 1), "slice") ? ValueKind::TensorSequence : ValueKind::Tensor;
+    }
     if (k == ValueKind::Module) return ValueKind::Module;  // self.layers[i]
     // `logits[..., :-1, :]`: a list, tuple or dict cannot be indexed so (a NumPy array can, and Dynamo
     // traces those as tensors).
@@ -1514,6 +1810,15 @@ std::vector<std::pair<std::string, std::string>> SemanticModel::imported_calls(c
     auto dot = q.rfind('.');
     if (dot == std::string::npos || q.starts_with("torch.")) continue;
     out.emplace_back(q.substr(0, dot), q.substr(dot + 1));
+    // What this call passes, for the callee's file to type its parameters by (workspace_call_arguments).
+    std::string kinds;
+    for (TSNode a : named_children(field(node, "arguments"))) {
+      if (is_type(a, "comment")) continue;
+      if (is_type(a, "keyword_argument") || is_type(a, "list_splat") || is_type(a, "dictionary_splat")) break;
+      kinds += kind_code(kind_of(a, function));
+    }
+    if (!kinds.empty())
+      out.emplace_back(q.substr(0, dot), std::string(kWorkspaceArgumentsPrefix) + q.substr(dot + 1) + ":" + kinds);
   }
   // `self.method(...)` that no class of this file defines, on a class whose base is imported: the
   // method is inherited from that file ("Base.method" asks it to trace Base's method, looked up along

@@ -653,7 +653,8 @@ int run_check(const std::vector<std::string>& args) {
           std::string resolved = workspace::resolve_module(modules[i], is_package, module);
           auto it = by_module.find(resolved);
           if (it == by_module.end()) {
-            const std::string origin = packages.reexporting_module(files[i], modules[i], resolved, function);
+            const std::string origin = packages.reexporting_module(files[i], modules[i], resolved,
+                                                                   std::string(traced_entry_function(function)));
             it = origin.empty() ? by_module.end() : by_module.find(origin);
           }
           if (it == by_module.end() || it->second == i) continue;

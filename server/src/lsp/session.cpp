@@ -2,6 +2,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "graphmend/analysis/semantic.h"
 #include "lsp/handlers/handlers.h"
 
 namespace graphmend::lsp {
@@ -265,7 +266,8 @@ void Session::update_workspace_calls(const OpenDocument& source, const AnalysisR
       };
       // Not an open module: a package that may re-export the name from one (see the CLI's pass).
       if (!open_as(absolute)) {
-        const std::string origin = packages_.reexporting_module(source.path, source.module, absolute, function);
+        const std::string origin = packages_.reexporting_module(source.path, source.module, absolute,
+                                                                std::string(traced_entry_function(function)));
         if (!origin.empty()) open_as(origin);
       }
     }

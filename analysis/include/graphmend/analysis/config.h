@@ -28,7 +28,9 @@ struct Config {
   std::vector<std::pair<std::string, std::vector<std::string>>> per_file_ignores;  // glob -> prefixes
   Scope scope = Scope::Compiled;
   // Functions of this file that compiled code in other workspace files calls (set by the workspace
-  // pass of `graphmend check` and the server, not by users): they are traced too.
+  // pass of `graphmend check` and the server, not by users): they are traced too. Entries
+  // "args:<function>:<kinds>" carry instead what one such call passes, so that the function's parameters
+  // are typed by what flows in (semantic.h, kWorkspaceArgumentsPrefix).
   std::vector<std::string> traced_from_workspace;
   std::vector<std::string> validate_targets;  // "path.py::factory"
   std::string docs_url;  // `docs-url`: base URL of the rule pages, a rule's link is <docs_url>/GMxxx.md

@@ -5,6 +5,7 @@
 #include <tree_sitter/api.h>
 
 #include <array>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -26,6 +27,10 @@ enum class ValueKind {
   Static,      // a Python value Dynamo knows at trace time (shapes, dtypes, flags, constants)
   None,        // the constant None
   Module,      // an nn.Module instance
+  // Containers whose elements are proven tensors: indexing or iterating one gives a Tensor; the
+  // container itself is a Python value (its truth and length are known at trace time).
+  TensorSequence,  // a list or tuple of tensors (`List[Tensor]`, `[a, b]`, `x.unbind()` collected, appends)
+  TensorMapping,   // a dict of tensors (`Dict[str, Tensor]`, `{"a": x}`)
 };
 std::string_view to_string(ValueKind kind);
 
@@ -59,6 +64,16 @@ struct AttributeEffect {
   std::optional<std::string> element_class;
   bool operator==(const AttributeEffect&) const = default;
 };
+
+// Config::traced_from_workspace entries that carry the argument kinds of a call from another file rather
+// than a name to trace: "args:<function>:<one letter per positional argument>".
+inline constexpr std::string_view kWorkspaceArgumentsPrefix = "args:";
+// The function an entry of traced_from_workspace names ("f" for "f" and for "args:f:TS").
+inline std::string_view traced_entry_function(std::string_view entry) {
+  if (!entry.starts_with(kWorkspaceArgumentsPrefix)) return entry;
+  entry.remove_prefix(kWorkspaceArgumentsPrefix.size());
+  return entry.substr(0, entry.rfind(':'));
+}
 
 // Most passes of the locals/call-site fixpoint. Each pass carries argument kinds one call deeper (a
 // mask computed in an encoder reaches the attention helper four calls down); the model stops at the
@@ -236,6 +251,8 @@ class SemanticModel {
   ResolvedCalls resolved_calls(const FunctionInfo& caller) const;
   // Per pass: what each function's calls pass (argument kinds), `calls[f]` being resolved_calls(f).
   void collect_call_sites(int pass, const std::vector<ResolvedCalls>& calls);
+  // Adds the calls other workspace files make to this file's top-level functions to their call sites.
+  void seed_workspace_call_sites();
   std::vector<std::pair<uint32_t, std::vector<ValueKind>>> outgoing_calls(const FunctionInfo& caller,
                                                                           const ResolvedCalls& calls) const;
   std::vector<std::pair<uint32_t, std::vector<ValueKind>>> outgoing_calls(const FunctionInfo& caller) const {
@@ -251,6 +268,16 @@ class SemanticModel {
   // `operand`: `condition` is an operand of and/or/not, so not the test of an if or a ternary.
   std::optional<bool> static_truth_of(TSNode condition, const FunctionInfo* function, bool operand) const;
   ValueKind call_kind(TSNode call, const FunctionInfo& function) const;
+  // Flow of kinds into names. `bind(name, kind)` records one name's kind (a local, or a comprehension
+  // variable while its body is read).
+  using Bind = std::function<void(const std::string&, ValueKind)>;
+  // Unpacking `kind` into `target` (a name or a pattern, starred names included).
+  void unpack_target(TSNode target, ValueKind kind, const Bind& bind) const;
+  // `for target in iterable` (statements and comprehensions): zip and enumerate element by element,
+  // `d.items()` of a dict of tensors, otherwise the kind of one element.
+  void bind_iteration(TSNode target, TSNode iterable, const FunctionInfo& function, const Bind& bind) const;
+  ValueKind element_kind(TSNode iterable, const FunctionInfo& function) const;
+  ValueKind comprehension_kind(TSNode comprehension, const FunctionInfo& function) const;
   ValueKind name_kind(std::string_view name, const FunctionInfo& function) const;
 
   const Document& document_;
@@ -286,6 +313,9 @@ class SemanticModel {
   // Module-level names bound once to a literal, and self attributes only ever set to literals: truthiness.
   std::unordered_map<std::string, bool> module_constants_;
   std::unordered_set<std::string> deferred_;
+  // Argument kinds of calls that traced code in other workspace files makes to this file's top-level
+  // functions (Config::traced_from_workspace entries "args:<name>:<kinds>").
+  std::unordered_map<std::string, std::vector<std::vector<ValueKind>>> workspace_call_args_;
   std::unordered_set<std::string> module_loggers_;
   std::vector<TSNode> compile_calls_;  // calls whose callee text ends in "compile", "partial" or "export"
   // Names bound to functools.partial(torch.compile, ...): calling one compiles its argument. A file with
