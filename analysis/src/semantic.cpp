@@ -930,7 +930,10 @@ std::vector<AttributeEffect> SemanticModel::attribute_effects(const FunctionInfo
         std::string_view last = callee_text;
         if (auto dot = last.rfind('.'); dot != std::string_view::npos) last = last.substr(dot + 1);
         effect.constructor = q;
-        if (const ClassInfo* c = find_class(callee_text); c && c->is_module) effect.module_class = c->name;
+        // A module of this file, or a plain class with `__call__` (a loss, a box coder) whose instance is called.
+        if (const ClassInfo* c = find_class(callee_text);
+            c && (c->is_module || inherited(c, "__call__", &ClassInfo::methods)))
+          effect.module_class = c->name;
         if (q && (*q == "torch.nn.ModuleList" || *q == "torch.nn.Sequential")) {
           // ModuleList([Block(c) for _ in range(n)]) or ModuleList([Block(c), Block(c)]): one class throughout.
           TSNode args = field(right, "arguments");
@@ -1065,8 +1068,8 @@ void SemanticModel::infer_locals(FunctionInfo& fn) {
     fn.params.push_back(name);
     if (kind == ValueKind::Unknown && t == "identifier") {
       // An unannotated, default-less input of a module's forward or of a compiled function is a tensor.
-      // Not by position alone: a call site of this file that passes a Python value there (`self.block(x, 2)`)
-      // says it is not one.
+      // Not by position alone: call sites that pass Python values there and never a tensor
+      // (`self.block(x, 2)`) say it is not one.
       bool entry_like = (fn.owner && fn.owner->is_module && fn.name == "forward") || fn.is_entry;
       const size_t index = fn.params.size() - 1;
       const bool given_a_python_value =
@@ -1075,8 +1078,11 @@ void SemanticModel::infer_locals(FunctionInfo& fn) {
                    (args[index] == ValueKind::Static || args[index] == ValueKind::TensorSequence ||
                     args[index] == ValueKind::TensorMapping);
           });
-      if (entry_like && !looks_like_flag(name) && !given_a_python_value) kind = ValueKind::Tensor;
-      if (entry_like && given_a_python_value) {
+      const bool given_a_tensor =
+          std::any_of(fn.call_site_args.begin(), fn.call_site_args.end(),
+                      [&](const auto& args) { return index < args.size() && args[index] == ValueKind::Tensor; });
+      if (entry_like && !looks_like_flag(name) && (given_a_tensor || !given_a_python_value)) kind = ValueKind::Tensor;
+      if (entry_like && given_a_python_value && !given_a_tensor) {
         // Overrides what an earlier pass took by position: a Python value where every call site passes one.
         const bool all_static = std::all_of(fn.call_site_args.begin(), fn.call_site_args.end(), [&](const auto& args) {
           return index < args.size() && args[index] == ValueKind::Static;
@@ -1085,15 +1091,21 @@ void SemanticModel::infer_locals(FunctionInfo& fn) {
       }
     }
     if ((kind == ValueKind::Unknown || kind == ValueKind::Static) && !fn.call_site_args.empty()) {
-      // A helper's parameter is a tensor when every call site in the file passes one: what flows in wins
-      // over an annotation that says otherwise (`grid_thw: list[list[int]]` given a tensor).
+      // A helper's parameter is a tensor when every call site passes one: what flows in wins over an
+      // annotation that says otherwise (`grid_thw: list[list[int]]` given a tensor). A site whose argument
+      // is unknown keeps it unproven (taking it as neutral flags Cache arguments passed down layers).
       size_t index = fn.params.size() - 1;
-      bool all_tensor = std::all_of(fn.call_site_args.begin(), fn.call_site_args.end(), [&](const auto& args) {
-        return index < args.size() && args[index] == ValueKind::Tensor;
-      });
-      if (all_tensor) {
+      auto all_pass = [&](ValueKind k) {
+        return std::all_of(fn.call_site_args.begin(), fn.call_site_args.end(),
+                           [&](const auto& args) { return index < args.size() && args[index] == k; });
+      };
+      if (all_pass(ValueKind::Tensor)) {
         kind = ValueKind::Tensor;
         fn.tensor_params_from_callers.insert(name);
+      } else if (kind == ValueKind::Unknown && all_pass(ValueKind::TensorSequence)) {
+        kind = ValueKind::TensorSequence;  // `helper(feats)` with `feats = [a, b]` at every call site
+      } else if (kind == ValueKind::Unknown && all_pass(ValueKind::TensorMapping)) {
+        kind = ValueKind::TensorMapping;
       }
     }
     if (kind == ValueKind::Unknown && t == "default_parameter" && is_type(field(p, "value"), "none") && fn.owner &&
@@ -1105,8 +1117,8 @@ void SemanticModel::infer_locals(FunctionInfo& fn) {
     auto it = fn.locals.find(name);
     if (it == fn.locals.end() || it->second == ValueKind::Unknown)
       fn.locals[name] = kind;
-    else if (kind == ValueKind::Tensor)  // learnt from callers in a later pass
-      it->second = merge(it->second, kind);
+    else if (kind == ValueKind::Tensor || kind == ValueKind::TensorSequence || kind == ValueKind::TensorMapping)
+      it->second = merge(it->second, kind);  // learnt from callers in a later pass
   });
 
   const Bind bind_local = [&](const std::string& name, ValueKind kind) {
@@ -1431,10 +1443,17 @@ const FunctionInfo* SemanticModel::find_callee(TSNode call, const FunctionInfo& 
       cls = find_class(object_text);
     }
     if (FunctionInfo* const* found = inherited(cls, method, &ClassInfo::methods)) return *found;
-    // `self.block(x)` with `self.block = Block(config)`: Block's forward.
+    // `self.block(x)` with `self.block = Block(config)`: Block's forward (or `__call__` of a plain class).
     if (object_text == "self") {
       if (const std::string* module = inherited(cls, method, &ClassInfo::attribute_module_classes))
-        return forward_of(find_class(*module));
+        return call_target_of(find_class(*module));
+    }
+    // `self.head.loss(logits, targets)` with `self.head = Head(...)`: a method of Head other than forward.
+    if (is_type(object, "attribute") && text_of(document_, field(object, "object")) == "self") {
+      const std::string attr = text_of(document_, field(object, "attribute"));
+      if (const std::string* module = inherited(top->owner, attr, &ClassInfo::attribute_module_classes)) {
+        if (FunctionInfo* const* found = inherited(find_class(*module), method, &ClassInfo::methods)) return *found;
+      }
     }
   }
   return nullptr;
@@ -1443,6 +1462,13 @@ const FunctionInfo* SemanticModel::find_callee(TSNode call, const FunctionInfo& 
 const FunctionInfo* SemanticModel::forward_of(const ClassInfo* cls) const {
   FunctionInfo* const* forward = inherited(cls, "forward", &ClassInfo::methods);
   return forward ? *forward : nullptr;
+}
+
+const FunctionInfo* SemanticModel::call_target_of(const ClassInfo* cls) const {
+  if (!cls) return nullptr;
+  if (cls->is_module) return forward_of(cls);
+  FunctionInfo* const* call = inherited(cls, "__call__", &ClassInfo::methods);
+  return call ? *call : nullptr;
 }
 
 ValueKind SemanticModel::call_kind(TSNode call, const FunctionInfo& fn) const {
@@ -1803,10 +1829,22 @@ std::vector<std::pair<std::string, std::string>> SemanticModel::imported_calls(c
   for (TSNode node : function.body_nodes) {
     if (!is_type(node, "call")) continue;
     TSNode callee = unparenthesize(field(node, "function"));
-    if (!is_type(callee, "identifier")) continue;
-    auto it = imports_.find(text_of(document_, callee));
-    if (it == imports_.end()) continue;
-    const std::string& q = it->second;
+    std::string q;
+    if (is_type(callee, "identifier")) {
+      auto it = imports_.find(text_of(document_, callee));
+      if (it == imports_.end()) continue;
+      q = it->second;
+    } else if (is_type(callee, "attribute")) {
+      // `layers.drop_path(x)` with `from timm import layers`: a function of an imported module.
+      TSNode head = callee;
+      while (is_type(head, "attribute")) head = field(head, "object");
+      if (!is_type(head, "identifier") || !imports_.count(text_of(document_, head))) continue;
+      auto qualified = qualified_name(callee);
+      if (!qualified) continue;
+      q = *qualified;
+    } else {
+      continue;
+    }
     auto dot = q.rfind('.');
     if (dot == std::string::npos || q.starts_with("torch.")) continue;
     out.emplace_back(q.substr(0, dot), q.substr(dot + 1));

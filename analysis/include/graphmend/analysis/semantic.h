@@ -219,6 +219,8 @@ class SemanticModel {
   const FunctionInfo* resolve_callee(TSNode call, const FunctionInfo& caller) const;
   // The forward of a module class (searching its bases in this file), or nullptr.
   const FunctionInfo* forward_of(const ClassInfo* cls) const;
+  // What calling an instance of `cls` runs: a module's forward, another class's `__call__`.
+  const FunctionInfo* call_target_of(const ClassInfo* cls) const;
   // Functions decorated with @torch.compiler.disable / @torch._dynamo.disable in this file.
   bool is_dynamo_disabled(const FunctionInfo& function) const;
 
