@@ -1,4 +1,6 @@
 // GM501: indexing a tensor with a boolean mask (`x[mask]`): the result's shape depends on data.
+#include <algorithm>
+
 #include "rule.h"
 
 namespace graphmend {
@@ -32,8 +34,11 @@ void check(RuleContext& ctx, const Visit& v) {
       ts_node_eq(field(parent, "left"), v.node))
     return;
   if (ctx.model.kind_of(field(v.node, "value"), v.function) != ValueKind::Tensor) return;
-  TSNode index = field(v.node, "subscript");
-  if (ts_node_is_null(index) || !is_bool_tensor(ctx, index, v.function)) return;
+  // The mask may stand in any index position: `x[mask]`, `x[:, mask]`, `x[..., mask]`.
+  const std::vector<TSNode> parts = named_children(v.node);
+  if (std::none_of(parts.begin() + (parts.empty() ? 0 : 1), parts.end(),
+                   [&](TSNode index) { return is_bool_tensor(ctx, index, v.function); }))
+    return;
   ctx.report(kInfo, node_range(v.node),
              "Indexing with a boolean mask gives a result whose size depends on the mask's values: Dynamo breaks "
              "the graph here (Dynamic shape operator).",
