@@ -210,10 +210,10 @@ def graphmend_check(binary: str, paths: list[str], fix: bool, timeout: float = 6
     return res
 
 
-def make_fixed_copy(root: str, rel_files: list[str], dest: str) -> str:
-    """A transformers package under dest/transformers: symlinks to the original files, except
+def make_fixed_copy(root: str, rel_files: list[str], dest: str, name: str = "transformers") -> str:
+    """A package under dest/<name> (transformers by default): symlinks to the original files, except
     `rel_files`, which are real copies (graphmend rewrites those in place)."""
-    pkg = os.path.join(dest, "transformers")
+    pkg = os.path.join(dest, name)
     for dirpath, dirnames, filenames in os.walk(root):
         dirnames[:] = [d for d in dirnames if d != "__pycache__"]
         rel = os.path.relpath(dirpath, root)

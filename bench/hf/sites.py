@@ -16,14 +16,17 @@ import os
 import re
 from dataclasses import dataclass, field
 
-_PKG_MARK = os.sep + "transformers" + os.sep
+# The package whose frames are sites. bench/libs sets it to the library under test (timm, kornia, ...);
+# it only matters for paths outside the `roots` handed to package_relpath.
+PACKAGE = "transformers"
 
 
-def package_relpath(filename: str, roots: tuple[str, ...] = ()) -> str | None:
-    """Path of `filename` relative to a transformers package root, or None when it is not in one.
+def package_relpath(filename: str, roots: tuple[str, ...] = (), package: str | None = None) -> str | None:
+    """Path of `filename` relative to a package root (`package`, default PACKAGE: transformers), or None
+    when it is not in one.
 
     `roots` are package directories to try first (the original install, a fixed copy); otherwise the
-    last `/transformers/` component of the path is taken as the root.
+    last `/<package>/` component of the path is taken as the root.
     """
     if not filename:
         return None
@@ -32,10 +35,11 @@ def package_relpath(filename: str, roots: tuple[str, ...] = ()) -> str | None:
         root = os.path.abspath(root).rstrip(os.sep) + os.sep
         if fn.startswith(root):
             return fn[len(root):].replace(os.sep, "/")
-    i = fn.rfind(_PKG_MARK)
+    mark = os.sep + (package or PACKAGE) + os.sep
+    i = fn.rfind(mark)
     if i < 0:
         return None
-    return fn[i + len(_PKG_MARK):].replace(os.sep, "/")
+    return fn[i + len(mark):].replace(os.sep, "/")
 
 
 def normalize_stmt(text: str) -> str:
