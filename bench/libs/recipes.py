@@ -112,6 +112,103 @@ _timm("hiera_tiny_224", dict(img_size=64, embed_dim=16, num_heads=1, stages=(1, 
       "Hiera: mask units, unroll/reroll", img=64)
 
 
+
+def _volo():
+    from timm.models.volo import VOLO
+
+    return VOLO(layers=(1, 1, 1, 1), img_size=32, num_classes=10, embed_dims=(16, 32, 32, 32), num_heads=(1, 2, 2, 2),
+                use_mix_token=True, global_pool="token", drop_path_rate=0.1)
+
+
+def _volo_wrapped():
+    import torch
+
+    class VoloTrain(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.m = _volo()
+
+        def forward(self, x):
+            if not self.training:
+                return self.m(x)
+            cls, aux, _box = self.m.forward_train(x)  # class-token features, token logits, mix box
+            return cls.sum(1, keepdim=True) + aux.mean(1)
+
+    return VoloTrain()
+
+
+RECIPES.append(Recipe("timm_volo_mix_token", "timm", _seeded(_volo_wrapped), _images_only(2, 32, 32),
+                      "VOLO forward_train with use_mix_token: np.random.beta box, token mixing in train"))
+
+
+def _naflex():
+    import timm
+
+    return timm.create_model("naflexvit_base_patch16_gap", pretrained=False, num_classes=10, embed_dim=32, depth=2,
+                             num_heads=2, drop_path_rate=0.1)
+
+
+def _naflex_inputs(train):
+    import torch
+
+    g = _g(11)
+    n = 6
+    coord = torch.tensor([[i // 3, i % 3] for i in range(n)]).unsqueeze(0).repeat(2, 1, 1)
+    valid = torch.ones(2, n, dtype=torch.bool)
+    valid[1, 4:] = False  # the second image has 4 patches: padded NaFlex batch
+    return ({"patches": torch.randn(2, n, 16 * 16 * 3, generator=g), "patch_coord": coord, "patch_valid": valid},), {}
+
+
+RECIPES.append(Recipe("timm_naflexvit", "timm", _seeded(_naflex), _naflex_inputs,
+                      "NaFlexViT on a padded NaFlex batch: patch coordinates, validity mask, grid sizes from the data"))
+
+
+def _timm_mixup():
+    import torch
+    import timm
+    from timm.data import Mixup
+    from timm.loss import SoftTargetCrossEntropy
+
+    class MixupStep(torch.nn.Module):
+        """timm's training step: Mixup/CutMix on the batch and the soft-target loss."""
+
+        def __init__(self):
+            super().__init__()
+            self.m = timm.create_model("resnet18", pretrained=False, num_classes=10)
+            self.mixup = Mixup(mixup_alpha=0.8, cutmix_alpha=1.0, label_smoothing=0.1, num_classes=10)
+            self.loss = SoftTargetCrossEntropy()
+
+        def forward(self, x, y):
+            x, t = self.mixup(x, y)
+            return self.loss(self.m(x), t)
+
+    return MixupStep()
+
+
+RECIPES.append(Recipe("timm_mixup_train_step", "timm", _seeded(_timm_mixup),
+                      lambda train: ((_img(2, 3, 32, 32), __import__("torch").tensor([1, 7])), {}),
+                      "timm.data.Mixup (numpy random lambda, cutmix boxes) + SoftTargetCrossEntropy"))
+
+
+def _timm_erasing():
+    import torch
+    from timm.data.random_erasing import RandomErasing
+
+    class Erase(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv = torch.nn.Conv2d(3, 3, 3, padding=1)
+            self.erase = RandomErasing(probability=1.0, mode="pixel", max_count=2, device="cpu")
+
+        def forward(self, x):
+            return self.erase(self.conv(x))
+
+    return Erase()
+
+
+RECIPES.append(Recipe("timm_random_erasing", "timm", _seeded(_timm_erasing), _images_only(),
+                      "timm.data.RandomErasing on a batch: Python random per image, rejection loop"))
+
 # ---------------------------------------------------------------------------------------------------------
 # diffusers: tiny configs of the denoisers and autoencoders; a classifier-free-guidance sampler step
 
@@ -136,6 +233,64 @@ def _unet_inputs(train):
 RECIPES.append(Recipe("diffusers_unet2d_cond", "diffusers", _seeded(_unet_cond), _unet_inputs,
                       "UNet2DConditionModel: cross-attention conditioning, timestep embedding"))
 
+
+def _unet_sdxl():
+    from diffusers import UNet2DConditionModel
+
+    return UNet2DConditionModel(sample_size=8, in_channels=4, out_channels=4, layers_per_block=1,
+                                block_out_channels=(8, 16), down_block_types=("DownBlock2D", "CrossAttnDownBlock2D"),
+                                up_block_types=("CrossAttnUpBlock2D", "UpBlock2D"), cross_attention_dim=16,
+                                attention_head_dim=2, norm_num_groups=4, addition_embed_type="text_time",
+                                addition_time_embed_dim=4, projection_class_embeddings_input_dim=8 + 6 * 4,
+                                transformer_layers_per_block=(1, 2), use_linear_projection=True)
+
+
+def _unet_sdxl_inputs(train):
+    import torch
+
+    g = _g(12)
+    return (torch.randn(2, 4, 9, 9, generator=g), torch.tensor([10, 500])), {  # odd size: forward_upsample_size
+        "encoder_hidden_states": torch.randn(2, 5, 16, generator=g),
+        "encoder_attention_mask": torch.tensor([[1, 1, 1, 0, 0], [1, 1, 1, 1, 1]]),
+        "added_cond_kwargs": {"text_embeds": torch.randn(2, 8, generator=g),
+                              "time_ids": torch.tensor([[9., 9., 0., 0., 9., 9.]] * 2)}}
+
+
+RECIPES.append(Recipe("diffusers_unet2d_cond_sdxl", "diffusers", _seeded(_unet_sdxl), _unet_sdxl_inputs,
+                      "SDXL-style UNet: text_time added conditioning, padded text mask, odd latent size "
+                      "(upsample sizes forwarded)"))
+
+
+def _controlnet():
+    import torch
+    from diffusers import ControlNetModel
+
+    class ControlledUNet(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.unet = _unet_cond()
+            self.controlnet = ControlNetModel.from_unet(self.unet, conditioning_embedding_out_channels=(4, 8))
+
+        def forward(self, sample, t, encoder_hidden_states, cond):
+            down, mid = self.controlnet(sample, t, encoder_hidden_states=encoder_hidden_states,
+                                        controlnet_cond=cond, conditioning_scale=0.8, guess_mode=False,
+                                        return_dict=False)
+            return self.unet(sample, t, encoder_hidden_states=encoder_hidden_states,
+                             down_block_additional_residuals=down, mid_block_additional_residual=mid).sample
+
+    return ControlledUNet()
+
+
+def _controlnet_inputs(train):
+    import torch
+
+    g = _g(13)
+    return (torch.randn(2, 4, 8, 8, generator=g), torch.tensor([10, 500]), torch.randn(2, 5, 16, generator=g),
+            torch.rand(2, 3, 16, 16, generator=g)), {}
+
+
+RECIPES.append(Recipe("diffusers_controlnet", "diffusers", _seeded(_controlnet), _controlnet_inputs,
+                      "ControlNet residuals into a UNet: conditioning embedding, scaled residual lists"))
 
 def _unet2d():
     from diffusers import UNet2DModel
@@ -316,7 +471,9 @@ def _cfg_sampler(scheduler_cls: str):
     return _seeded(build), inputs
 
 
-for _sch in ("DDIMScheduler", "EulerDiscreteScheduler", "DPMSolverMultistepScheduler"):
+for _sch in ("DDIMScheduler", "EulerDiscreteScheduler", "DPMSolverMultistepScheduler", "DDPMScheduler", "LCMScheduler",
+             "UniPCMultistepScheduler", "KDPM2AncestralDiscreteScheduler", "HeunDiscreteScheduler",
+             "EulerAncestralDiscreteScheduler", "PNDMScheduler"):  # LMSDiscreteScheduler needs scipy
     _b, _i = _cfg_sampler(_sch)
     RECIPES.append(Recipe(f"diffusers_cfg_{_sch.replace('Scheduler', '').lower()}", "diffusers", _b, _i,
                           f"classifier-free guidance, two sampler steps with {_sch}"))
@@ -501,6 +658,65 @@ def _r3d():
 _tv("r3d_18", _r3d, lambda train: ((__import__("torch").rand(1, 3, 4, 32, 32, generator=_g(8)),), {}),
     "R3D-18 video classifier")
 
+
+
+def _tv_transforms():
+    import torch
+    from torchvision.transforms import v2
+
+    class Augment(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv = torch.nn.Conv2d(3, 3, 3, padding=1)
+            self.t = v2.Compose([v2.RandomResizedCrop(24, antialias=True), v2.RandomHorizontalFlip(),
+                                 v2.RandomApply([v2.ColorJitter(0.3, 0.3, 0.3, 0.1)], p=0.8), v2.RandomGrayscale(0.2),
+                                 v2.RandomErasing(p=0.5), v2.Normalize([0.5] * 3, [0.25] * 3)])
+
+        def forward(self, x):
+            return self.conv(self.t(x))  # the transforms work on the data, as in a training input pipeline
+
+    return Augment()
+
+
+_tv("transforms_v2", _tv_transforms, _images_only(), "transforms.v2 pipeline on a batch: random crop box, "
+    "RandomApply, ColorJitter order permutation, RandomErasing")
+
+
+def _tv_ops():
+    import torch
+    from torchvision import ops
+
+    class Ops(torch.nn.Module):
+        """torchvision.ops as a detection or segmentation training step calls them."""
+
+        def __init__(self):
+            super().__init__()
+            self.conv = torch.nn.Conv2d(3, 8, 3, padding=1)
+            self.sd = ops.StochasticDepth(0.3, "row")
+            self.db = ops.DropBlock2d(0.3, 3)
+            self.pool = ops.MultiScaleRoIAlign(["feat"], 4, 2)
+
+        def forward(self, x):
+            f = self.db(self.sd(self.conv(x)))
+            g = torch.Generator().manual_seed(3)
+            xy = torch.rand(6, 2, generator=g) * 16
+            boxes = torch.cat([xy, xy + 8], 1)
+            scores = torch.rand(6, generator=g)
+            idx = torch.tensor([0, 0, 1, 1, 2, 2])
+            keep = ops.batched_nms(boxes, scores, idx, 0.5)
+            masks = f[:, 0] > 0
+            mb = ops.masks_to_boxes(masks)
+            iou = ops.box_iou(boxes, mb)
+            loss = ops.generalized_box_iou_loss(boxes[:2], mb[:2], reduction="mean")
+            foc = ops.sigmoid_focal_loss(f[:, 1], (f[:, 2] > 0).float(), reduction="mean")
+            rois = self.pool({"feat": f}, [boxes[keep[:2]], mb], [(32, 32), (32, 32)])
+            return rois.mean() + iou.mean() + loss + foc
+
+    return Ops()
+
+
+_tv("ops", _tv_ops, _images_only(2, 32, 32), "torchvision.ops: StochasticDepth, DropBlock2d, batched_nms, "
+    "masks_to_boxes, box IoU and losses, MultiScaleRoIAlign")
 
 # ---------------------------------------------------------------------------------------------------------
 # torch_geometric: message passing with pooling over a batch of small random graphs
