@@ -10,14 +10,39 @@ def _s(x) -> str:
     return "-" if x is None else str(x)
 
 
-def _eq(L: dict) -> str:
-    f = L.get("fix")
+def _eq(L: dict, suffix: str = "") -> str:
+    f = L.get("fix" + suffix)
     if not f:
         return "-"
     bad = f.get("outputs_unequal") or []
     errs = f.get("after_errors") or []
     txt = "all" if not bad else f"{f['models'] - len(bad)}/{f['models']} ({', '.join(bad)} differ)"
     return txt + (f"; fixed arm failed: {', '.join(errs)}" if errs else "")
+
+
+def _fixed(L: dict, suffix: str = "") -> str:
+    f = L.get("fix" + suffix)
+    if not f:
+        return "-"
+    txt = f"{f.get('sites_fixed')}/{f.get('sites_before')}"
+    if f.get("sites_new"):
+        txt += f" ({f['sites_new']} new)"
+    if f.get("crashed"):
+        txt += " (fix crashed)"
+    return txt + (" (= safe)" if f.get("same_as_safe") else "")
+
+
+def _model_fixed(e: dict, suffix: str) -> str:
+    if ("sites_fixed" + suffix) in e:
+        return str(e["sites_fixed" + suffix])
+    return "error" if e.get("after" + suffix + "_error") else "-"
+
+
+def _model_eq(e: dict, suffix: str) -> str:
+    o = e.get("outputs" + suffix)
+    if not o:
+        return "-"
+    return "yes" if all(v.get("equal") for v in o.values()) else "no"
 
 
 def markdown(results: dict) -> str:
@@ -37,29 +62,29 @@ def markdown(results: dict) -> str:
     lines.append("")
     lines.append("Sites are distinct per library (a site several models hit counts once). Detection runs "
                  "`graphmend check` over the whole installed package; precision counts findings on code Dynamo "
-                 "traced; the fixed arm is the whole package rewritten by `check --fix`.")
+                 "traced; the fixed arms are the whole package rewritten by `check --fix` (safe fixes) and by "
+                 "`check --fix --unsafe-fixes`; \"(= safe)\": the unsafe fixes changed no byte more.")
     lines.append("")
     lines.append("| library | models | sites | found | recall | precision (true/false) | unverified findings | "
-                 "check time (whole package) | sites fixed | outputs equal |")
-    lines.append("|---|---|---|---|---|---|---|---|---|---|")
+                 "check time (whole package) | fixed, safe | fixed, unsafe | outputs equal, safe | outputs equal, unsafe |")
+    lines.append("|---|---|---|---|---|---|---|---|---|---|---|---|")
     for lib, L in libs.items():
         d = L.get("detection") or {}
         c = L.get("check") or {}
-        f = L.get("fix") or {}
         chk = (f"{c.get('wall_s')} s" + (" (crashed)" if c.get("crashed") else "")) if c else "-"
-        fixed = f"{f.get('sites_fixed')}/{f.get('sites_before')}" if f else "-"
         lines.append(f"| {lib} {L.get('version')} | {L.get('models_ok')}/{L.get('models')} | {_s(d.get('sites'))} | "
                      f"{_s(d.get('found'))} | {_pct(d.get('recall'))} | {_pct(d.get('precision'))} "
-                     f"({_s(d.get('true'))}/{_s(d.get('false'))}) | {_s(d.get('unverified'))} | {chk} | {fixed} | "
-                     f"{_eq(L)} |")
+                     f"({_s(d.get('true'))}/{_s(d.get('false'))}) | {_s(d.get('unverified'))} | {chk} | {_fixed(L)} | "
+                     f"{_fixed(L, '_unsafe')} | {_eq(L)} | {_eq(L, '_unsafe')} |")
     lines.append(f"| **total** | {t.get('models_ok')}/{t.get('models')} | {t.get('sites')} | {t.get('found')} | "
                  f"{_pct(t.get('recall'))} | {_pct(t.get('precision'))} ({t.get('true')}/{t.get('false')}) | "
-                 f"{t.get('unverified')} | | {t.get('sites_fixed')}/{t.get('sites_before_fixed_arm')} | |")
+                 f"{t.get('unverified')} | | {t.get('sites_fixed')}/{t.get('sites_before_fixed_arm')} | "
+                 f"{t.get('sites_fixed_unsafe')}/{t.get('sites_before_fixed_arm')} | | |")
     lines.append("")
-    lines.append("Per model (sites of that model; fixed = sites before minus sites after, per model):")
+    lines.append("Per model (sites of that model; fixed = its sites before minus its sites after):")
     lines.append("")
-    lines.append("| model | library | sites (eval/train) | found | precision (true/false) | fixed | outputs equal | "
-                 "what it exercises |")
+    lines.append("| model | library | sites (eval/train) | found | precision (true/false) | fixed (safe/unsafe) | "
+                 "outputs equal (safe/unsafe) | what it exercises |")
     lines.append("|---|---|---|---|---|---|---|---|")
     for e in results["models"]:
         if e.get("status") != "ok":
@@ -68,10 +93,8 @@ def markdown(results: dict) -> str:
             continue
         b = e["before"]
         d = e.get("detection") or {}
-        fixed = f"{e['sites_fixed']}" if "sites_fixed" in e else ("error" if e.get("after_error") else "-")
-        eq = "-"
-        if e.get("outputs"):
-            eq = "yes" if all(v.get("equal") for v in e["outputs"].values()) else "no"
+        fixed = f"{_model_fixed(e, '')}/{_model_fixed(e, '_unsafe')}"
+        eq = f"{_model_eq(e, '')}/{_model_eq(e, '_unsafe')}"
         lines.append(f"| {e['name']} | {e['lib']} | {len(b['sites'])} ({b['sites_by_mode'].get('eval', 0)}/"
                      f"{b['sites_by_mode'].get('train', 0)}) | {_s(d.get('found'))} | {_pct(d.get('precision'))} "
                      f"({_s(d.get('true'))}/{_s(d.get('false'))}) | {fixed} | {eq} | {e.get('note', '')} |")

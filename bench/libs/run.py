@@ -160,10 +160,13 @@ def check_package(binary: str, root: str, timeout: float) -> dict:
     return res
 
 
-def fix_package(binary: str, lib: str, root: str, work: str, timeout: float) -> dict:
-    """A copy of the package under work/fixed-<lib>/<lib> (every .py file copied), rewritten by
-    `check --fix --exit-zero` over the whole copy."""
-    dest = os.path.join(work, f"fixed-{lib}")
+ARMS = {"": [], "_unsafe": ["--unsafe-fixes"]}  # suffix of the entry keys -> extra flags of check --fix
+
+
+def fix_package(binary: str, lib: str, root: str, work: str, timeout: float, suffix: str = "") -> dict:
+    """A copy of the package under work/fixed<suffix>-<lib>/<lib> (every .py file copied), rewritten by
+    `check --fix --exit-zero` (plus --unsafe-fixes for the unsafe arm) over the whole copy."""
+    dest = os.path.join(work, f"fixed{suffix}-{lib}")
     shutil.rmtree(dest, ignore_errors=True)
     py = []
     for dirpath, dirnames, filenames in os.walk(root):
@@ -177,8 +180,8 @@ def fix_package(binary: str, lib: str, root: str, work: str, timeout: float) -> 
             os.symlink(os.path.join(parent, sib), os.path.join(dest, sib))
     t0 = time.time()
     try:
-        p = subprocess.run([binary, "check", "--fix", "--exit-zero", pkg], capture_output=True, text=True,
-                           timeout=timeout)
+        p = subprocess.run([binary, "check", "--fix", "--exit-zero", *ARMS[suffix], pkg], capture_output=True,
+                           text=True, timeout=timeout)
         rc, err = p.returncode, (p.stderr[-800:] if p.returncode else None)
     except subprocess.TimeoutExpired:
         rc, err = None, f"timeout after {timeout} s"
@@ -189,30 +192,61 @@ def fix_package(binary: str, lib: str, root: str, work: str, timeout: float) -> 
         if ds["added"] or ds["removed"]:
             changed[f] = ds
     return {"dir": dest, "pkg": pkg, "rc": rc, "crashed": rc != 0, "error": err, "wall_s": wall,
-            "files_changed": changed}
+            "flags": ARMS[suffix], "files_changed": changed}
 
 
-def fixed_census(r, entry: dict, fx: dict, args, work: str) -> None:
+def same_files(a: dict, b: dict) -> bool:
+    """Two fixed copies with byte-identical rewritten files."""
+    if set(a["files_changed"]) != set(b["files_changed"]):
+        return False
+    return all(HFRUN._same_bytes(os.path.join(a["pkg"], f), os.path.join(b["pkg"], f)) for f in a["files_changed"])
+
+
+def fixed_census(r, entry: dict, fx: dict, args, work: str, suffix: str = "") -> None:
+    """The census of one model importing the fixed copy `fx`; entry keys after<suffix>, outputs<suffix>,
+    compare<suffix>, sites_fixed<suffix>."""
+    before = entry["before"]
     if not fx["files_changed"]:
-        entry["after"] = entry["before"]
-        entry["outputs"] = {m: {"equal": True, "reason": "identical code"} for m in ("eval", "train")}
+        entry["after" + suffix] = before
+        entry["outputs" + suffix] = {m: {"equal": True, "reason": "identical code"} for m in ("eval", "train")}
     else:
-        res = run_worker(args.python, r.name, os.path.join(work, r.name, "after.json"), args.timeout,
+        res = run_worker(args.python, r.name, os.path.join(work, r.name, f"after{suffix}.json"), args.timeout,
                          pkg_root=fx["dir"], ref_dir=os.path.join(work, r.name, "ref"))
         if res.get("status") != "ok":
-            entry["after_error"] = (res.get("error") or res.get("status")).strip()[:500]
-            entry["after"] = None
+            entry["after" + suffix + "_error"] = (res.get("error") or res.get("status")).strip()[:500]
+            entry["after" + suffix] = None
             return
         a = HFRUN.summarize_arm(res)
         events = [ev for m in res["modes"].values() for ev in m["events"]]
         a["sites"] = score.sites_with_detail(a["sites"], events)
-        entry["after"] = a
-        entry["outputs"] = res.get("outputs")
-        entry["after_errors"] = {m: v.get("error") for m, v in res["modes"].items() if not v.get("ok")}
-    cmp_ = S.compare_sites(entry["before"]["sites"], entry["after"]["sites"])
-    entry["compare"] = {k: [{kk: s.get(kk) for kk in ("kind", "file", "function", "line", "stmt")} for s in v]
-                        for k, v in cmp_.items()}
-    entry["sites_fixed"] = len(entry["before"]["sites"]) - len(cmp_["left"]) - len(cmp_["new"])
+        a["errors"] = {m: v.get("error") for m, v in res["modes"].items() if not v.get("ok")}
+        entry["after" + suffix] = a
+        entry["outputs" + suffix] = res.get("outputs")
+    cmp_ = S.compare_sites(before["sites"], entry["after" + suffix]["sites"])
+    entry["compare" + suffix] = {k: [{kk: s.get(kk) for kk in ("kind", "file", "function", "line", "stmt")}
+                                     for s in v] for k, v in cmp_.items()}
+    entry["sites_fixed" + suffix] = len(before["sites"]) - len(cmp_["left"]) - len(cmp_["new"])
+
+
+def fix_summary(entries: list[dict], fx: dict, suffix: str = "") -> dict:
+    """The fixed arm of one library. Sites are distinct across its models (as in detection): fixed = distinct
+    sites before minus those left minus new ones; the per-model sum is kept as `sites_fixed_per_model_sum`."""
+    arm = [e for e in entries if e.get("status") == "ok" and ("compare" + suffix) in e]
+    before = {S._key_of(s) for e in arm for s in e["before"]["sites"]}
+    after = {S._key_of(s) for e in arm for s in e["after" + suffix]["sites"]}
+    changed = fx.get("files_changed") or {}
+    return {"flags": fx.get("flags"), "sites_before": len(before), "sites_after": len(after),
+            "sites_left": len(before & after), "sites_new": len(after - before),
+            "sites_fixed": len(before) - len(before & after) - len(after - before),
+            "sites_fixed_per_model_sum": sum(e["sites_fixed" + suffix] for e in arm),
+            "wall_s": fx.get("wall_s"), "rc": fx.get("rc"), "crashed": fx.get("crashed"), "error": fx.get("error"),
+            "same_as_safe": fx.get("same_as_safe", False),
+            "files_changed": len(changed), "lines_changed": sum(v["added"] + v["removed"] for v in changed.values()),
+            "models": len(arm),
+            "outputs_unequal": sorted(e["name"] for e in arm
+                                      if any(not v.get("equal") for v in (e.get("outputs" + suffix) or {}).values())),
+            "after_errors": sorted(e["name"] for e in entries if e.get("after" + suffix + "_error")),
+            "files": changed}
 
 
 def strip_private(d: dict) -> dict:
@@ -241,7 +275,7 @@ def detection(lib: str, info: dict, entries: list[dict], census: dict, chk: dict
 
 def totals(libs: dict) -> dict:
     t = {k: 0 for k in ("models", "models_ok", "sites", "found", "true", "false", "unverified", "sites_fixed",
-                        "sites_before_fixed_arm", "outputs_unequal")}
+                        "sites_before_fixed_arm", "outputs_unequal", "sites_fixed_unsafe", "outputs_unequal_unsafe")}
     for L in libs.values():
         t["models"] += L["models"]
         t["models_ok"] += L["models_ok"]
@@ -252,21 +286,29 @@ def totals(libs: dict) -> dict:
         t["sites_fixed"] += f.get("sites_fixed") or 0
         t["sites_before_fixed_arm"] += f.get("sites_before") or 0
         t["outputs_unequal"] += len(f.get("outputs_unequal") or [])
+        u = L.get("fix_unsafe") or {}
+        t["sites_fixed_unsafe"] += u.get("sites_fixed") or 0
+        t["outputs_unequal_unsafe"] += len(u.get("outputs_unequal") or [])
     t["recall"] = score.ratio(t["found"], t["sites"])
     t["precision"] = score.ratio(t["true"], t["true"] + t["false"])
     return t
 
 
 def fix_summary(entries: list[dict], fx: dict) -> dict:
+    """The fixed arm of one library. Sites are distinct across its models (as in detection): fixed = distinct
+    sites before minus those left minus new ones; the per-model sum is kept as `sites_fixed_per_model_sum`."""
     arm = [e for e in entries if e.get("status") == "ok" and "compare" in e]
-    return {"wall_s": fx.get("wall_s"), "rc": fx.get("rc"), "crashed": fx.get("crashed"), "error": fx.get("error"),
-            "files_changed": len(fx.get("files_changed") or {}),
-            "lines_changed": sum(v["added"] + v["removed"] for v in (fx.get("files_changed") or {}).values()),
-            "models": len(arm), "sites_before": sum(len(e["before"]["sites"]) for e in arm),
-            "sites_fixed": sum(e["sites_fixed"] for e in arm),
-            "sites_new": sum(len(e["compare"]["new"]) for e in arm),
-            "outputs_unequal": sorted(e["name"] for e in arm if any(not v.get("equal") for v in
-                                                                  (e.get("outputs") or {}).values())),
+    before = {S._key_of(s) for e in arm for s in e["before"]["sites"]}
+    after = {S._key_of(s) for e in arm for s in e["after"]["sites"]}
+    changed = fx.get("files_changed") or {}
+    return {"sites_before": len(before), "sites_after": len(after), "sites_left": len(before & after),
+            "sites_new": len(after - before), "sites_fixed": len(before) - len(before & after) - len(after - before),
+            "sites_fixed_per_model_sum": sum(e["sites_fixed"] for e in arm),
+            "wall_s": fx.get("wall_s"), "rc": fx.get("rc"), "crashed": fx.get("crashed"), "error": fx.get("error"),
+            "files_changed": len(changed), "lines_changed": sum(v["added"] + v["removed"] for v in changed.values()),
+            "models": len(arm),
+            "outputs_unequal": sorted(e["name"] for e in arm
+                                      if any(not v.get("equal") for v in (e.get("outputs") or {}).values())),
             "after_errors": sorted(e["name"] for e in entries if e.get("after_error"))}
 
 
@@ -276,7 +318,9 @@ def main(argv=None) -> int:
     ap.add_argument("--libs", help=f"comma-separated libraries ({','.join(R.LIBS)})")
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--census-only", action="store_true", help="phase 1 only (no graphmend): libs-census.json")
-    ap.add_argument("--no-fix", action="store_true", help="skip the fixed arm (census + detection only)")
+    ap.add_argument("--no-fix", action="store_true", help="skip the fixed arms (census + detection only)")
+    ap.add_argument("--no-unsafe-arm", dest="unsafe_arm", action="store_false",
+                    help="skip the second fixed arm (check --fix --unsafe-fixes)")
     ap.add_argument("--recensus", action="store_true", help="redo the original arm's census even when cached")
     ap.add_argument("--fullgraph", action="store_true", help="census also compiles each mode with fullgraph=True")
     ap.add_argument("--python", default=DEFAULT_PY, help="workers' interpreter (default .venv-libs/bin/python)")
@@ -345,19 +389,30 @@ def main(argv=None) -> int:
             log(f"{lib}: check {chk['wall_s']} s rc {chk['rc']}; sites {d['sites']}, found {d['found']}, "
                 f"recall {score._pct(d['recall'])}, precision {score._pct(d['precision'])} "
                 f"(true {d['true']}, false {d['false']}, unverified {d['unverified']})")
-    # phase 3: fixed arm
+    # phase 3: fixed arms (safe fixes, then safe + unsafe fixes)
     if snap and not args.no_fix:
         for lib in libs:
-            fx = fix_package(snap["path"], lib, info["libs"][lib]["root"], work, args.check_timeout)
-            log(f"{lib}: fix {fx['wall_s']} s rc {fx['rc']}, {len(fx['files_changed'])} files changed")
             es = [r for r in rows if r.lib == lib and entries[r.name].get("status") == "ok"]
-            with cf.ThreadPoolExecutor(max_workers=max(1, args.jobs)) as ex:
-                list(ex.map(lambda r: fixed_census(r, entries[r.name], fx, args, work), es))
-            out_libs[lib]["fix"] = fix_summary([entries[r.name] for r in rows if r.lib == lib], fx)
-            out_libs[lib]["fix"]["files"] = fx["files_changed"]
-            f = out_libs[lib]["fix"]
-            log(f"{lib}: fixed {f['sites_fixed']} of {f['sites_before']} sites; outputs unequal: "
-                f"{f['outputs_unequal'] or 'none'}")
+            fxs = {}
+            for suffix in ("", "_unsafe") if args.unsafe_arm else ("",):
+                fx = fix_package(snap["path"], lib, info["libs"][lib]["root"], work, args.check_timeout, suffix)
+                fxs[suffix] = fx
+                log(f"{lib}: fix{suffix or ' (safe)'} {fx['wall_s']} s rc {fx['rc']}, "
+                    f"{len(fx['files_changed'])} files changed")
+                if suffix and same_files(fx, fxs[""]):
+                    fx["same_as_safe"] = True  # the unsafe fixes change nothing more: the safe arm's census stands
+                    for r in es:
+                        e = entries[r.name]
+                        for k in ("after", "outputs", "compare", "sites_fixed", "after_error"):
+                            if k in e:
+                                e[k + suffix] = e[k]
+                else:
+                    with cf.ThreadPoolExecutor(max_workers=max(1, args.jobs)) as ex:
+                        list(ex.map(lambda r: fixed_census(r, entries[r.name], fx, args, work, suffix), es))
+                f = out_libs[lib]["fix" + suffix] = fix_summary([entries[r.name] for r in rows if r.lib == lib], fx,
+                                                                suffix)
+                log(f"{lib}: fixed{suffix or ' (safe)'} {f['sites_fixed']} of {f['sites_before']} sites; "
+                    f"outputs unequal: {f['outputs_unequal'] or 'none'}; errors: {f['after_errors'] or 'none'}")
     meta = {"date": dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"), "machine": common.machine(),
             "torch": info["torch"], "lib_versions": {k: v["version"] for k, v in info["libs"].items()},
             "worker_python": os.path.relpath(args.python, ROOT) if args.python.startswith(ROOT) else args.python,

@@ -143,12 +143,16 @@ def test_report_and_recipe_table():
                                                       "true": 1, "false": 0, "unverified": 3},
                                         "check": {"wall_s": 2.0, "crashed": False},
                                         "fix": {"sites_fixed": 1, "sites_before": 2, "models": 1,
-                                                "outputs_unequal": [], "after_errors": []}}},
+                                                "outputs_unequal": [], "after_errors": []},
+                                        "fix_unsafe": {"sites_fixed": 2, "sites_before": 2, "models": 1,
+                                                       "outputs_unequal": ["kornia_x"], "after_errors": []}}},
                "totals": {"models": 1, "models_ok": 1, "sites": 2, "found": 1, "recall": 0.5},
                "models": [{"name": "kornia_x", "lib": "kornia", "status": "ok", "note": "n",
                            "before": {"sites": [{}, {}], "sites_by_mode": {"eval": 1, "train": 2}},
                            "detection": {"found": 1, "precision": 1.0, "true": 1, "false": 0}, "sites_fixed": 1,
-                           "outputs": {"eval": {"equal": True}, "train": {"equal": True}}}]}
+                           "outputs": {"eval": {"equal": True}, "train": {"equal": True}}, "sites_fixed_unsafe": 2,
+                           "outputs_unsafe": {"eval": {"equal": True}, "train": {"equal": False}}}]}
     md = report_libs.markdown(results)
-    assert "| kornia 0.9.0 | 1/1 | 2 | 1 | 50% | 100% (1/0) | 3 | 2.0 s | 1/2 | all |" in md
-    assert "| kornia_x | kornia | 2 (1/2) | 1 | 100% (1/0) | 1 | yes | n |" in md
+    assert ("| kornia 0.9.0 | 1/1 | 2 | 1 | 50% | 100% (1/0) | 3 | 2.0 s | 1/2 | 2/2 | all | 0/1 (kornia_x differ) |"
+            in md)
+    assert "| kornia_x | kornia | 2 (1/2) | 1 | 100% (1/0) | 1/2 | yes/no | n |" in md
