@@ -36,8 +36,12 @@ void check(RuleContext& ctx, const Visit& v) {
   if (ctx.model.kind_of(field(v.node, "value"), v.function) != ValueKind::Tensor) return;
   // The mask may stand in any index position: `x[mask]`, `x[:, mask]`, `x[..., mask]`.
   const std::vector<TSNode> parts = named_children(v.node);
-  if (std::none_of(parts.begin() + (parts.empty() ? 0 : 1), parts.end(),
-                   [&](TSNode index) { return is_bool_tensor(ctx, index, v.function); }))
+  if (std::none_of(parts.begin() + (parts.empty() ? 0 : 1), parts.end(), [&](TSNode index) {
+        // Slices, `...`, None and integers are never masks: skip the proof for them.
+        const std::string_view t = type_of(index);
+        return t != "slice" && t != "ellipsis" && t != "none" && t != "integer" && t != "comment" &&
+               is_bool_tensor(ctx, index, v.function);
+      }))
     return;
   ctx.report(kInfo, node_range(v.node),
              "Indexing with a boolean mask gives a result whose size depends on the mask's values: Dynamo breaks "

@@ -364,7 +364,10 @@ SemanticModel::SemanticModel(const Document& document, Scope scope,
   // What each function shows the others in each pass is recorded for incremental updates.
   std::vector<ResolvedCalls> calls;
   calls.reserve(functions_.size());
-  for (const auto& f : functions_) calls.push_back(resolved_calls(*f));
+  for (const auto& f : functions_) {
+    calls.push_back(resolved_calls(*f));
+    f->attribute_method_callees = methods_called_through_attributes(*f);
+  }
   seed_workspace_call_sites();
   for (int pass = 0; pass < kMaxInferencePasses; ++pass) {
     for (auto& f : functions_) {
@@ -487,13 +490,15 @@ void SemanticModel::collect_imports(TSNode root) {
     } else {
       TSNode module = field(node, "module_name");
       std::string mod = text_of(document_, module);
+      // `from . import utils` names the sibling module ".utils", `from .. import x` the parent's "..x".
+      const std::string join = mod.ends_with('.') ? mod : mod + ".";
       for (TSNode child : named_children(node)) {
         if (ts_node_eq(child, module)) continue;
         if (is_type(child, "dotted_name")) {
           std::string name = text_of(document_, child);
-          imports_[name] = mod + "." + name;
+          imports_[name] = join + name;
         } else if (is_type(child, "aliased_import")) {
-          imports_[text_of(document_, field(child, "alias"))] = mod + "." + text_of(document_, field(child, "name"));
+          imports_[text_of(document_, field(child, "alias"))] = join + text_of(document_, field(child, "name"));
         }
       }
     }
@@ -1464,6 +1469,25 @@ const FunctionInfo* SemanticModel::forward_of(const ClassInfo* cls) const {
   return forward ? *forward : nullptr;
 }
 
+std::vector<uint32_t> SemanticModel::methods_called_through_attributes(const FunctionInfo& caller) const {
+  std::vector<uint32_t> out;
+  for (TSNode call : caller.body_nodes) {
+    if (!is_type(call, "call")) continue;
+    TSNode callee = unparenthesize(field(call, "function"));
+    if (!is_type(callee, "attribute")) continue;
+    TSNode object = field(callee, "object");
+    if (!is_type(object, "attribute") || text_of(document_, field(object, "object")) != "self") continue;
+    const std::string method = text_of(document_, field(callee, "attribute"));
+    // Dunder and lifecycle methods are no evidence of which class is meant.
+    if (method.starts_with("__") || method == "forward" || method == "reset_parameters") continue;
+    if (resolve_callee(call, caller)) continue;
+    for (const auto& cls : classes_) {
+      if (auto it = cls->methods.find(method); it != cls->methods.end()) out.push_back(it->second->index);
+    }
+  }
+  return out;
+}
+
 const FunctionInfo* SemanticModel::call_target_of(const ClassInfo* cls) const {
   if (!cls) return nullptr;
   if (cls->is_module) return forward_of(cls);
@@ -1782,6 +1806,13 @@ void SemanticModel::mark_compiled_regions(Scope scope) {
             !deferred_.count(callee->name))
           enter(const_cast<FunctionInfo*>(callee), f->entry_description, f->entry_range, f->assumed_entry);
       });
+      // `self.head.compute_loss(...)` where `self.head` was handed in (`self.head = head`): whichever
+      // class of this file defines that method may be the one called, so each is traced.
+      for (uint32_t index : f->attribute_method_callees) {
+        FunctionInfo* g = functions_[index].get();
+        if (!g->compiled && !disabled_.count(g) && !deferred_.count(g->name))
+          enter(g, f->entry_description, f->entry_range, f->assumed_entry);
+      }
     }
   };
   for (auto& f : functions_) {
@@ -1887,6 +1918,33 @@ std::vector<std::pair<std::string, std::string>> SemanticModel::imported_calls(c
         std::string target = q.substr(dot + 1) + "." + method;
         if (seen.insert(q + ":" + method).second) out.emplace_back(q.substr(0, dot), std::move(target));
       }
+    }
+  }
+  // `self.box_coder.decode(...)` / `self.matcher(...)` with `self.box_coder = det_utils.BoxCoder(...)` built from
+  // a class of another file: "BoxCoder.decode" (or "Matcher.__call__") asks that file to trace the method.
+  if (top->owner) {
+    std::unordered_set<std::string> seen;
+    for (TSNode node : function.body_nodes) {
+      if (!is_type(node, "call")) continue;
+      TSNode callee = unparenthesize(field(node, "function"));
+      if (!is_type(callee, "attribute")) continue;
+      TSNode object = field(callee, "object");
+      std::string attr, method;
+      if (is_type(object, "identifier") && text_of(document_, object) == "self") {
+        attr = text_of(document_, field(callee, "attribute"));
+        method = "__call__";
+      } else if (is_type(object, "attribute") && text_of(document_, field(object, "object")) == "self") {
+        attr = text_of(document_, field(object, "attribute"));
+        method = text_of(document_, field(callee, "attribute"));
+      } else {
+        continue;
+      }
+      const std::string constructor = attribute_constructor(top->owner, attr);
+      const auto dot = constructor.rfind('.');
+      if (dot == std::string::npos || dot == 0 || constructor.starts_with("torch.")) continue;
+      std::string target = constructor.substr(dot + 1) + "." + method;
+      if (seen.insert(constructor + ":" + method).second)
+        out.emplace_back(constructor.substr(0, dot), std::move(target));
     }
   }
   // An imported decorator wrapping it: "@name" asks the decorator's file to trace its wrappers.

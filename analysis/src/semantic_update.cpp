@@ -116,6 +116,8 @@ const FunctionInfo* SemanticModel::update_after_edit(const Document::Changes& ed
           fresh.resolved_callees.end())
     return nullptr;  // a recursive function would see its own new facts: not
                      // replayed here
+  fresh.attribute_method_callees = methods_called_through_attributes(fresh);
+  if (fresh.attribute_method_callees != target->attribute_method_callees) return nullptr;
   if (fresh.owner) {
     fresh.attribute_effects = attribute_effects(fresh);
     if (fresh.attribute_effects != target->attribute_effects) return nullptr;

@@ -145,7 +145,8 @@ struct FunctionInfo {
   std::array<std::vector<std::vector<ValueKind>>, kMaxInferencePasses> call_site_args_by_pass;  // on entry
   // Arguments this function passes to functions of the file at the end of each pass: (callee index, kinds).
   std::array<std::vector<std::pair<uint32_t, std::vector<ValueKind>>>, kMaxInferencePasses> outgoing_by_pass;
-  std::vector<uint32_t> resolved_callees;  // indices of the functions its calls resolve to, in order
+  std::vector<uint32_t> resolved_callees;          // indices of the functions its calls resolve to, in order
+  std::vector<uint32_t> attribute_method_callees;  // methods_called_through_attributes, traced with it
   std::vector<AttributeEffect> attribute_effects;
   std::vector<std::pair<std::string, std::string>> imported_calls;  // see imported_calls_from_traced_code
   // Answers to what transforms ask of the whole function ("does it call locals()?"), by question: a fix
@@ -221,6 +222,9 @@ class SemanticModel {
   const FunctionInfo* forward_of(const ClassInfo* cls) const;
   // What calling an instance of `cls` runs: a module's forward, another class's `__call__`.
   const FunctionInfo* call_target_of(const ClassInfo* cls) const;
+  // For each call `self.<attr>.<method>(...)` of `caller` whose target is unknown (the attribute's class is
+  // not named), the methods of that name in this file's classes: the candidates such a call may run.
+  std::vector<uint32_t> methods_called_through_attributes(const FunctionInfo& caller) const;
   // Functions decorated with @torch.compiler.disable / @torch._dynamo.disable in this file.
   bool is_dynamo_disabled(const FunctionInfo& function) const;
 
