@@ -104,6 +104,12 @@ def census_original(r, args, work: str) -> dict:
             res = json.load(f)
         if res.get("status") == "ok" and "modes" in res:
             res["census_reused"] = True
+            if "executed_files" not in res:  # a census from before the worker recorded them: an eager-only pass
+                fr = run_worker(args.python, r.name, os.path.join(d, "files.json"), args.timeout, extra=["--files-only"])
+                if fr.get("status") == "ok":
+                    res["executed_files"] = fr["executed_files"]
+                    with open(path, "w") as f:
+                        json.dump(res, f)
             return res
     os.makedirs(ref, exist_ok=True)
     extra = ["--fullgraph"] if args.fullgraph else []
@@ -145,7 +151,7 @@ def check_package(binary: str, root: str, timeout: float) -> dict:
     """`check --output-format json` over a whole package: findings, wall time, crash (exit code not 0/1)."""
     t0 = time.time()
     try:
-        p = subprocess.run([binary, "check", "--output-format", "json", root], capture_output=True, text=True,
+        p = subprocess.run([binary, "check", "--no-cache", "--output-format", "json", root], capture_output=True, text=True,
                            timeout=timeout)
     except subprocess.TimeoutExpired:
         return {"rc": None, "crashed": True, "error": f"timeout after {timeout} s", "wall_s": timeout, "findings": []}
@@ -180,7 +186,7 @@ def fix_package(binary: str, lib: str, root: str, work: str, timeout: float, suf
             os.symlink(os.path.join(parent, sib), os.path.join(dest, sib))
     t0 = time.time()
     try:
-        p = subprocess.run([binary, "check", "--fix", "--exit-zero", *ARMS[suffix], pkg], capture_output=True,
+        p = subprocess.run([binary, "check", "--no-cache", "--fix", "--exit-zero", *ARMS[suffix], pkg], capture_output=True,
                            text=True, timeout=timeout)
         rc, err = p.returncode, (p.stderr[-800:] if p.returncode else None)
     except subprocess.TimeoutExpired:
@@ -195,6 +201,44 @@ def fix_package(binary: str, lib: str, root: str, work: str, timeout: float, suf
             "flags": ARMS[suffix], "files_changed": changed}
 
 
+IMPORT_CHECK = r"""
+import importlib, json, sys, warnings
+warnings.simplefilter("ignore")
+root, lib, mods = sys.argv[1], sys.argv[2], sys.argv[3:]
+if root:
+    sys.path.insert(0, root)
+out = {}
+for m in mods:
+    try:
+        importlib.import_module(m)
+        out[m] = None
+    except BaseException as e:
+        out[m] = f"{type(e).__name__}: {str(e)[:200]}"
+mod = sys.modules.get(lib)
+out["__file__"] = getattr(mod, "__file__", None)
+print(json.dumps(out))
+"""
+
+
+def import_check(python: str, lib: str, fx: dict) -> dict:
+    """Each rewritten module imported from the original and from the fixed copy (two fresh processes): the
+    modules that import in the original but not in the copy are a fix that broke the package."""
+    mods = sorted(lib + "." + f[:-3].replace("/", ".").removesuffix(".__init__") for f in fx["files_changed"])
+    if not mods:
+        return {"modules": 0, "broken": {}}
+    res = {}
+    for arm, root in (("original", ""), ("fixed", fx["dir"])):
+        p = subprocess.run([python, "-c", IMPORT_CHECK, root, lib, *mods], capture_output=True, text=True,
+                           timeout=600, env=dict(os.environ, PYTHONWARNINGS="ignore", HF_HUB_OFFLINE="1"))
+        try:
+            res[arm] = json.loads(p.stdout.strip().splitlines()[-1])
+        except (json.JSONDecodeError, IndexError):
+            res[arm] = {"__error__": p.stderr[-500:]}
+    broken = {m: res["fixed"].get(m, res["fixed"].get("__error__")) for m in mods
+              if res["original"].get(m) is None and res["fixed"].get(m) is not None}
+    return {"modules": len(mods), "broken": broken, "fixed_imported_from": res["fixed"].get("__file__")}
+
+
 def same_files(a: dict, b: dict) -> bool:
     """Two fixed copies with byte-identical rewritten files."""
     if set(a["files_changed"]) != set(b["files_changed"]):
@@ -202,13 +246,25 @@ def same_files(a: dict, b: dict) -> bool:
     return all(HFRUN._same_bytes(os.path.join(a["pkg"], f), os.path.join(b["pkg"], f)) for f in a["files_changed"])
 
 
-def fixed_census(r, entry: dict, fx: dict, args, work: str, suffix: str = "") -> None:
+def touched_files(res: dict) -> set[str] | None:
+    """Package files a model's runs reach: executed in eager (profiled calls) or traced by Dynamo; None when the
+    census did not record the executed files."""
+    if "executed_files" not in res:
+        return None
+    return set(res["executed_files"]) | set(res.get("traced_lines", {}))
+
+
+def fixed_census(r, entry: dict, fx: dict, args, work: str, suffix: str = "", touched: set[str] | None = None) -> None:
     """The census of one model importing the fixed copy `fx`; entry keys after<suffix>, outputs<suffix>,
-    compare<suffix>, sites_fixed<suffix>."""
+    compare<suffix>, sites_fixed<suffix>. When no rewritten file is one the model's runs reach (`touched`),
+    the fixed arm runs the original's code and the original census stands for it."""
     before = entry["before"]
-    if not fx["files_changed"]:
+    reach = set(fx["files_changed"]) if touched is None else set(fx["files_changed"]) & touched
+    entry["fixed_files_reached" + suffix] = sorted(reach)
+    if not reach:
         entry["after" + suffix] = before
-        entry["outputs" + suffix] = {m: {"equal": True, "reason": "identical code"} for m in ("eval", "train")}
+        why = "identical code" if not fx["files_changed"] else "no rewritten file runs"
+        entry["outputs" + suffix] = {m: {"equal": True, "reason": why} for m in ("eval", "train")}
     else:
         res = run_worker(args.python, r.name, os.path.join(work, r.name, f"after{suffix}.json"), args.timeout,
                          pkg_root=fx["dir"], ref_dir=os.path.join(work, r.name, "ref"))
@@ -240,7 +296,7 @@ def fix_summary(entries: list[dict], fx: dict, suffix: str = "") -> dict:
             "sites_fixed": len(before) - len(before & after) - len(after - before),
             "sites_fixed_per_model_sum": sum(e["sites_fixed" + suffix] for e in arm),
             "wall_s": fx.get("wall_s"), "rc": fx.get("rc"), "crashed": fx.get("crashed"), "error": fx.get("error"),
-            "same_as_safe": fx.get("same_as_safe", False),
+            "same_as_safe": fx.get("same_as_safe", False), "import_check": fx.get("import_check"),
             "files_changed": len(changed), "lines_changed": sum(v["added"] + v["removed"] for v in changed.values()),
             "models": len(arm),
             "outputs_unequal": sorted(e["name"] for e in arm
@@ -292,24 +348,6 @@ def totals(libs: dict) -> dict:
     t["recall"] = score.ratio(t["found"], t["sites"])
     t["precision"] = score.ratio(t["true"], t["true"] + t["false"])
     return t
-
-
-def fix_summary(entries: list[dict], fx: dict) -> dict:
-    """The fixed arm of one library. Sites are distinct across its models (as in detection): fixed = distinct
-    sites before minus those left minus new ones; the per-model sum is kept as `sites_fixed_per_model_sum`."""
-    arm = [e for e in entries if e.get("status") == "ok" and "compare" in e]
-    before = {S._key_of(s) for e in arm for s in e["before"]["sites"]}
-    after = {S._key_of(s) for e in arm for s in e["after"]["sites"]}
-    changed = fx.get("files_changed") or {}
-    return {"sites_before": len(before), "sites_after": len(after), "sites_left": len(before & after),
-            "sites_new": len(after - before), "sites_fixed": len(before) - len(before & after) - len(after - before),
-            "sites_fixed_per_model_sum": sum(e["sites_fixed"] for e in arm),
-            "wall_s": fx.get("wall_s"), "rc": fx.get("rc"), "crashed": fx.get("crashed"), "error": fx.get("error"),
-            "files_changed": len(changed), "lines_changed": sum(v["added"] + v["removed"] for v in changed.values()),
-            "models": len(arm),
-            "outputs_unequal": sorted(e["name"] for e in arm
-                                      if any(not v.get("equal") for v in (e.get("outputs") or {}).values())),
-            "after_errors": sorted(e["name"] for e in entries if e.get("after_error"))}
 
 
 def main(argv=None) -> int:
@@ -397,8 +435,10 @@ def main(argv=None) -> int:
             for suffix in ("", "_unsafe") if args.unsafe_arm else ("",):
                 fx = fix_package(snap["path"], lib, info["libs"][lib]["root"], work, args.check_timeout, suffix)
                 fxs[suffix] = fx
+                fx["import_check"] = import_check(args.python, lib, fx)
                 log(f"{lib}: fix{suffix or ' (safe)'} {fx['wall_s']} s rc {fx['rc']}, "
-                    f"{len(fx['files_changed'])} files changed")
+                    f"{len(fx['files_changed'])} files changed; modules that no longer import: "
+                    f"{sorted(fx['import_check']['broken']) or 'none'}")
                 if suffix and same_files(fx, fxs[""]):
                     fx["same_as_safe"] = True  # the unsafe fixes change nothing more: the safe arm's census stands
                     for r in es:
@@ -408,7 +448,8 @@ def main(argv=None) -> int:
                                 e[k + suffix] = e[k]
                 else:
                     with cf.ThreadPoolExecutor(max_workers=max(1, args.jobs)) as ex:
-                        list(ex.map(lambda r: fixed_census(r, entries[r.name], fx, args, work, suffix), es))
+                        list(ex.map(lambda r: fixed_census(r, entries[r.name], fx, args, work, suffix,
+                                                           touched_files(census[r.name])), es))
                 f = out_libs[lib]["fix" + suffix] = fix_summary([entries[r.name] for r in rows if r.lib == lib], fx,
                                                                 suffix)
                 log(f"{lib}: fixed{suffix or ' (safe)'} {f['sites_fixed']} of {f['sites_before']} sites; "

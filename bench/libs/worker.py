@@ -85,6 +85,38 @@ def _run(model, fn, recipe, train: bool):
 _hf_worker_mod = None
 
 
+class ExecutedFiles:
+    """The package's files whose code runs (Python-level calls) while installed: decides which models a fix can
+    touch at all. `with ExecutedFiles(root) as ex: ...; ex.files` (paths relative to root)."""
+
+    def __init__(self, root: str):
+        self.prefix = os.path.abspath(root).rstrip(os.sep) + os.sep
+        self.files: set[str] = set()
+        self._seen: set = set()
+
+    def _prof(self, frame, event, arg):
+        if event == "call":
+            code = frame.f_code
+            if code not in self._seen:
+                self._seen.add(code)
+                fn = code.co_filename
+                if fn.startswith(self.prefix):
+                    self.files.add(fn[len(self.prefix):].replace(os.sep, "/"))
+
+    def __enter__(self):
+        import threading
+
+        sys.setprofile(self._prof)
+        threading.setprofile(self._prof)
+        return self
+
+    def __exit__(self, *exc):
+        import threading
+
+        sys.setprofile(None)
+        threading.setprofile(None)
+
+
 def census(args) -> dict:
     global _hf_worker_mod
     if args.pkg_root:
@@ -120,13 +152,17 @@ def census(args) -> dict:
     res["build_s"] = round(time.time() - t0, 3)
 
     outs, eager_err = {}, {}
-    for mode in ("eval", "train"):
-        try:
-            outs[mode] = _run(model, model, r, mode == "train")
-        except Exception as e:
-            eager_err[mode] = f"{type(e).__name__}: {str(e)[:300]}"
+    with ExecutedFiles(root) as executed:
+        for mode in ("eval", "train"):
+            try:
+                outs[mode] = _run(model, model, r, mode == "train")
+            except Exception as e:
+                eager_err[mode] = f"{type(e).__name__}: {str(e)[:300]}"
+    res["executed_files"] = sorted(executed.files)
     if eager_err:
         res["eager_errors"] = eager_err
+    if args.files_only:
+        return res
     if args.ref_dir:
         ref_path = os.path.join(args.ref_dir, "outputs.pt")
         if args.pkg_root and os.path.exists(ref_path):
@@ -210,6 +246,8 @@ def main(argv=None) -> int:
     ap.add_argument("--ref-dir")
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--fullgraph", action="store_true", help="also compile each mode with fullgraph=True")
+    ap.add_argument("--files-only", action="store_true",
+                    help="only the eager runs: which package files execute (executed_files); no census")
     args = ap.parse_args(argv)
     try:
         res = census(args)
