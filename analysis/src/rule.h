@@ -2,9 +2,11 @@
 // code whose type it asks for, with the facts of the function being traced.
 #pragma once
 
+#include <functional>
 #include <set>
 #include <span>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -79,6 +81,21 @@ bool is_bool_tensor(const RuleContext& ctx, TSNode expr, const FunctionInfo& fn,
 // through `not` and parentheses and past `self.training`/constant conjuncts. Null when no break is
 // provable (no tensor operand, or a static conjunct such as a dtype test may short-circuit it).
 TSNode breaking_operand(const RuleContext& ctx, TSNode condition, const FunctionInfo& fn);
+// Whether `name` is bound in `fn` or a function around it (a parameter, an assigned or inferred local),
+// so that a module-level name or an import of that name is shadowed there.
+bool bound_in_function(const FunctionInfo& fn, std::string_view name);
+// Whether the leftmost name of `call`'s callee (`random` of `random.choice(...)`) is bound in `fn` or a
+// function around it, or the callee starts with something other than a name: then what
+// callee_qualified() says of it does not hold.
+bool callee_shadowed(const RuleContext& ctx, TSNode call, const FunctionInfo& fn);
+// Whether `a` and `b` (`a` before `b`, in one function) lie in branches of which at most one runs: the
+// arms of an if/elif/else (unless `a` is in an elif's test), of a conditional expression, two except
+// clauses, an except clause and the else of a try, two cases of a match.
+bool exclusive_branches(TSNode a, TSNode b);
+// Whether no node before `node` in `fn`'s body (nested definitions and lambdas left out) that `is_site`
+// holds for may run before it. Some breaks make Dynamo run the rest of the function eagerly (failing to
+// wrap an RNN module, any break inside a try block): of their sites, only the first that runs breaks.
+bool first_site_in_function(const FunctionInfo& fn, TSNode node, const std::function<bool(TSNode)>& is_site);
 // Number of positional and keyword arguments of a call.
 uint32_t argument_count(TSNode call);
 // Whether the body of an if-statement (its consequence block) is a single `raise`.

@@ -159,6 +159,76 @@ TSNode breaking_operand(const RuleContext& ctx, TSNode condition, const Function
   return ctx.model.kind_of(condition, fn) == ValueKind::Tensor ? condition : TSNode{};
 }
 
+bool bound_in_function(const FunctionInfo& fn, std::string_view name) {
+  const std::string key(name);
+  for (const FunctionInfo* f = &fn; f; f = f->parent) {
+    if (std::find(f->params.begin(), f->params.end(), key) != f->params.end()) return true;
+    if (f->assignments.count(key) || f->locals.count(key)) return true;
+  }
+  return false;
+}
+
+bool callee_shadowed(const RuleContext& ctx, TSNode call, const FunctionInfo& fn) {
+  TSNode callee = unparenthesize(field(call, "function"));
+  while (is_type(callee, "attribute")) callee = unparenthesize(field(callee, "object"));
+  return !is_type(callee, "identifier") || bound_in_function(fn, ctx.text(callee));
+}
+
+bool exclusive_branches(TSNode a, TSNode b) {
+  std::vector<TSNode> chain;  // a and its ancestors
+  for (TSNode n = a; !ts_node_is_null(n); n = ts_node_parent(n)) {
+    chain.push_back(n);
+    if (is_type(n, "function_definition")) break;
+  }
+  TSNode child_b = b;
+  for (TSNode n = ts_node_parent(b); !ts_node_is_null(n); child_b = n, n = ts_node_parent(n)) {
+    auto found = std::find_if(chain.begin(), chain.end(), [&](TSNode c) { return ts_node_eq(c, n); });
+    if (found == chain.end()) continue;
+    if (found == chain.begin()) return false;  // a holds b
+    TSNode child_a = *(found - 1);
+    if (ts_node_eq(child_a, child_b)) return false;
+    auto ta = type_of(child_a), tb = type_of(child_b);
+    if (is_type(n, "if_statement")) {
+      auto arm = [&](TSNode c, std::string_view t) {
+        return t == "elif_clause" || t == "else_clause" || ts_node_eq(c, field(n, "consequence"));
+      };
+      if (!arm(child_a, ta) || !arm(child_b, tb)) return false;
+      // a in an elif's test: the arms after it may still run.
+      if (ta == "elif_clause") {
+        TSNode test = field(child_a, "condition");
+        if (ts_node_start_byte(test) <= ts_node_start_byte(a) && ts_node_end_byte(a) <= ts_node_end_byte(test))
+          return false;
+      }
+      return true;
+    }
+    if (is_type(n, "conditional_expression")) {
+      return ts_node_named_child_count(n) >= 3 && ts_node_eq(child_a, ts_node_named_child(n, 0)) &&
+             ts_node_eq(child_b, ts_node_named_child(n, 2));
+    }
+    if (is_type(n, "try_statement")) return ta == "except_clause" && (tb == "except_clause" || tb == "else_clause");
+    return ta == "case_clause" && tb == "case_clause";
+  }
+  return false;
+}
+
+bool first_site_in_function(const FunctionInfo& fn, TSNode node, const std::function<bool(TSNode)>& is_site) {
+  if (ts_node_is_null(fn.node)) return true;
+  const uint32_t start = ts_node_start_byte(node);
+  bool first = true;
+  walk_preorder(field(fn.node, "body"), [&](TSNode n) {
+    if (ts_node_start_byte(n) >= start) return Walk::Stop;
+    auto t = type_of(n);
+    if (t == "function_definition" || t == "class_definition" || t == "lambda" || t == "decorated_definition")
+      return Walk::Skip;
+    if (!ts_node_eq(n, node) && is_site(n) && !exclusive_branches(n, node)) {
+      first = false;
+      return Walk::Stop;
+    }
+    return Walk::Descend;
+  });
+  return first;
+}
+
 uint32_t argument_count(TSNode call) {
   TSNode args = field(call, "arguments");
   return ts_node_is_null(args) ? 0 : ts_node_named_child_count(args);
