@@ -266,6 +266,13 @@ EXPECTED_GB_IDS = {
     "GM605": {"GB8977"},
     "GM606": {"GB0098"},
     "GM607": {"GB0208", "GB0142"},  # the call, then entering what it returned
+    "GM609": {"GB0014"},
+    "GM610": {"GB0007"},
+    "GM611": {"GB0007"},
+    # to_sparse*: wrapping the result, then the sparse value on the resumed line; sparse_coo_tensor is skipped;
+    # sparse_csr/csc/bsr/bsc/compressed_tensor are refused.
+    "GM612": {"GB0277", "GB0015", "GB0007", "GB0374"},
+    "GM613": {"GB7312"},
 }
 
 _DYNAMO_CACHE: dict[str, Any] = {}
