@@ -9,6 +9,7 @@ allowed ids per rule; these pin the id of each construct.
 import copy
 import inspect
 import logging
+import random
 import re
 import time
 import warnings
@@ -16,6 +17,7 @@ import warnings
 import pytest
 import torch
 from torch import nn
+from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence, pad_sequence
 
 from torch_facts_asserts import (assert_attr_message, assert_fstring, assert_literal_message, assert_multiline,
                                  assert_no_message)
@@ -39,6 +41,22 @@ def expected_breaks(fn) -> dict[int, set[str]]:
 @torch.compiler.disable
 def _disabled(t):
     return t + 1
+
+
+_disable_alias = getattr(torch.compiler, "disable", None) or torch._dynamo.disable
+
+
+@_disable_alias
+def _disabled_through_alias(t):
+    return t + 1
+
+
+def _no_scale(t):
+    return t * 3
+
+
+def _with_scale(t, scale=1.0):
+    return t * scale
 
 
 # ---------------------------------------------------------------- cases: forward(self, x)
@@ -344,6 +362,53 @@ def calls_disabled(self, x):
     return z + 1
 
 
+def calls_disabled_alias(self, x):
+    y = x * 2
+    z = _disabled_through_alias(y)  # <- break GB0098
+    return z + 1
+
+
+def random_random(self, x):
+    p = random.random()  # <- break GB0007
+    return x + 1, p
+
+
+def random_choice(self, x):
+    k = random.choice([1, 1])  # <- break GB0007
+    return x * k
+
+
+def pack_and_pad(self, x):
+    packed = pack_padded_sequence(x.unsqueeze(0), [4], batch_first=True)  # <- break GB0007
+    padded, _ = pad_packed_sequence(packed, batch_first=True)  # <- break GB0007
+    # without a tensor or a torch module in it, the resume function would not be compiled at all (Dynamo's
+    # has_tensor_in_frame does not look into a PackedSequence): its break would not be logged
+    return padded + torch.ones(1)
+
+
+def to_sparse(self, x):
+    # the conversion breaks when its result is wrapped; the resumed line breaks again on the sparse value
+    return x.to_sparse().to_dense() + 1  # <- break GB0277, GB0015
+
+
+def sparse_coo_tensor(self, x):
+    i = torch.tensor([[0, 1], [1, 0]])
+    return torch.sparse_coo_tensor(i, x[0, :2], (2, 2)).to_dense()  # <- break GB0007, GB0015
+
+
+def sparse_csr_tensor(self, x):
+    rows, cols = torch.tensor([0, 1, 2]), torch.tensor([0, 1])
+    return torch.sparse_csr_tensor(rows, cols, x[0, :2], (2, 2))  # <- break GB0374
+
+
+def typeerror_fallback(self, x):
+    try:
+        y = _no_scale(x, scale=2.0)  # <- break GB7312
+    except TypeError:
+        y = _no_scale(x)
+    return y + 1
+
+
 # ---------------------------------------------------------------- cases that do not break
 
 def static_tests(self, x, mask=None):
@@ -424,6 +489,23 @@ def python_numbers(self, x):
     return x + int(x.shape[0]) + float(3)
 
 
+def random_traced(self, x):
+    # randint, randrange and uniform with constant arguments are replayed as graph inputs
+    return x * random.randint(1, 1) * random.randrange(1, 2) * random.uniform(1.0, 1.0)
+
+
+def pad_sequence_call(self, x):
+    return pad_sequence([x, x[:2]], batch_first=True) + 1
+
+
+def keyword_fallback_accepted(self, x):
+    try:
+        y = _with_scale(x, scale=2.0)
+    except TypeError:
+        y = _with_scale(x)
+    return y + 1
+
+
 def nested_def_and_lambda(self, x):
     def inner(t):
         return t * 2
@@ -449,11 +531,12 @@ BREAKING = [if_sum, if_bare_tensor, elif_mean, if_multiline_and, elif_chain_mult
             mask_read, mask_sum, nonzero, nonzero_method, argwhere, where_one_argument, unique, unique_method,
             unique_consecutive, masked_select, deepcopy_tensor, deepcopy_module, time_time, time_perf_counter,
             time_sleep, requires_grad_set_true, requires_grad_set_false, requires_grad_leaked,
-            parameter_in_forward, class_in_forward, calls_disabled]
+            parameter_in_forward, class_in_forward, calls_disabled, calls_disabled_alias, random_random,
+            random_choice, pack_and_pad, to_sparse, sparse_coo_tensor, sparse_csr_tensor, typeerror_fallback]
 NOT_BREAKING = [static_tests, is_compiling_guards, short_circuit_float32, assert_literal_message,
                 assert_no_message, numpy_roundtrip, mask_store, where_three_arguments, where_dense_sum,
                 count_nonzero, deepcopy_list, requires_grad_false_call, python_numbers, nested_def_and_lambda,
-                cond, assert_async]
+                cond, assert_async, random_traced, pad_sequence_call, keyword_fallback_accepted]
 
 
 def _model(fn):
@@ -557,3 +640,46 @@ def test_method_chain_in_a_resume_function_is_blamed_one_line_late():
     late = line_of(item_chain_in_resume, "return y + s")
     assert late == line_of(item_chain_in_resume, ".item())") + 1
     assert any(fn.startswith("torch_dynamo_resume_in_") for _, ln, fn in obs.in_file(__file__) if ln == late)
+
+
+def rnn_module(self, x):
+    y, _ = self.lstm(x.unsqueeze(0))  # <- break GB0014
+    print("eager from here on")  # no break: the rest of forward runs eagerly
+    z, _ = self.lstm(y)  # no second break either
+    h, _ = self.cell(x)  # a cell is traced (when it is)
+    return z + h.sum()
+
+
+def test_rnn_module_breaks_once_and_the_rest_of_the_frame_runs_eagerly(capsys):
+    """Wrapping an nn.LSTM/GRU/RNN fails (GB0014, not at a call: no resume function): Dynamo runs the rest
+    of the frame eagerly, so later breaks of that frame are never seen. The cells are traced."""
+    m = _model(rnn_module)
+    m.lstm, m.cell = nn.LSTM(3, 3), nn.LSTMCell(3, 3)
+    obs = observe(m, torch.randn(4, 3))
+    assert obs.error is None, repr(obs.error)
+    assert obs.ids_by_line(__file__) == expected_breaks(rnn_module)
+    assert capsys.readouterr().out == "eager from here on\n"
+    cell = module(lambda self, x: self.cell(x)[0] + 1, "cell_only")
+    cell.cell = nn.LSTMCell(3, 3)
+    traced = observe(cell, torch.randn(4, 3))
+    assert traced.events == [] and traced.graphs == 1
+
+
+def break_in_try(self, x):
+    try:
+        print("in try")  # <- break GB0059
+    except TypeError:
+        pass
+    print("after")  # no break: the rest of forward runs eagerly
+    with torch.no_grad():
+        y = x + 1
+    return y
+
+
+def test_break_inside_a_try_block_runs_the_rest_of_the_frame_eagerly(capsys):
+    """A break inside a try block is not resumed there: the rest of the frame runs eagerly (a print after
+    the try does not break). A break inside a `with` block is resumed as usual."""
+    obs = observe(_model(break_in_try), torch.randn(4, 3))
+    assert obs.error is None, repr(obs.error)
+    assert obs.ids_by_line(__file__) == expected_breaks(break_in_try)
+    assert capsys.readouterr().out == "in try\nafter\n"
