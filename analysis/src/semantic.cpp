@@ -7,6 +7,7 @@
 #include <unordered_set>
 
 #include "graphmend/analysis/annotations.h"
+#include "graphmend/analysis/module_bindings.h"
 #include "graphmend/analysis/phase_timing.h"
 
 extern "C" const TSLanguage* tree_sitter_python(void);
@@ -311,6 +312,7 @@ SemanticModel::SemanticModel(const Document& document, Scope scope,
   // First, before any pass that recurses along the tree.
   find_deep_regions(root);
   collect_imports(root);
+  disable_aliases_ = dynamo_disable_aliases(document, [this](TSNode n) { return qualified_name(n); });
   collect_module_constants(root);
   collect_definitions(root, nullptr, nullptr);
   index_definitions();
@@ -573,7 +575,12 @@ void SemanticModel::collect_definitions(TSNode node, ClassInfo* owner, FunctionI
           if (is_type(expr, "identifier")) raw->decorator_names.push_back(text_of(document_, expr));
           TSNode callee = is_type(expr, "call") ? field(expr, "function") : expr;
           auto q = qualified_name(callee);
-          if (!q) return;
+          if (!q) {
+            // `@_disable` with `_disable = getattr(torch.compiler, "disable", None) or torch._dynamo.disable`.
+            if (is_type(callee, "identifier") && disable_aliases_.count(text_of(document_, callee)))
+              disabled_.insert(raw);
+            return;
+          }
           if (*q == "torch.compile") {
             raw->is_entry = true;
             raw->entry_description = "function `" + raw->name + "` decorated with @torch.compile";

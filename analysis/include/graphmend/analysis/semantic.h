@@ -225,7 +225,8 @@ class SemanticModel {
   // For each call `self.<attr>.<method>(...)` of `caller` whose target is unknown (the attribute's class is
   // not named), the methods of that name in this file's classes: the candidates such a call may run.
   std::vector<uint32_t> methods_called_through_attributes(const FunctionInfo& caller) const;
-  // Functions decorated with @torch.compiler.disable / @torch._dynamo.disable in this file.
+  // Functions decorated with @torch.compiler.disable / @torch._dynamo.disable in this file, directly or
+  // through a module-level alias (`_disable = getattr(torch.compiler, "disable", None) or ...`).
   bool is_dynamo_disabled(const FunctionInfo& function) const;
 
   // A test Dynamo evaluates at trace time to a constant: is_compiling() and friends.
@@ -315,6 +316,8 @@ class SemanticModel {
   std::unordered_map<std::string, FunctionInfo*> top_level_by_name_;
   std::unordered_map<const FunctionInfo*, std::vector<FunctionInfo*>> nested_;  // parent -> nested functions
   std::unordered_set<const FunctionInfo*> disabled_;
+  // Module-level names bound only to torch.compiler.disable (module_bindings.h): `@_disable` disables too.
+  std::unordered_set<std::string> disable_aliases_;
   std::unordered_map<std::string, ValueKind> module_globals_;
   // Module-level names bound once to a literal, and self attributes only ever set to literals: truthiness.
   std::unordered_map<std::string, bool> module_constants_;
