@@ -696,13 +696,8 @@ def _tv_ops():
             self.db = ops.DropBlock2d(0.3, 3)
             self.pool = ops.MultiScaleRoIAlign(["feat"], 4, 2)
 
-        def forward(self, x):
+        def forward(self, x, boxes, scores, idx):
             f = self.db(self.sd(self.conv(x)))
-            g = torch.Generator().manual_seed(3)
-            xy = torch.rand(6, 2, generator=g) * 16
-            boxes = torch.cat([xy, xy + 8], 1)
-            scores = torch.rand(6, generator=g)
-            idx = torch.tensor([0, 0, 1, 1, 2, 2])
             keep = ops.batched_nms(boxes, scores, idx, 0.5)
             masks = f[:, 0] > 0
             mb = ops.masks_to_boxes(masks)
@@ -715,7 +710,16 @@ def _tv_ops():
     return Ops()
 
 
-_tv("ops", _tv_ops, _images_only(2, 32, 32), "torchvision.ops: StochasticDepth, DropBlock2d, batched_nms, "
+def _tv_ops_inputs(train):
+    import torch
+
+    g = _g(3)
+    xy = torch.rand(6, 2, generator=g) * 16
+    return (_img(2, 3, 32, 32), torch.cat([xy, xy + 8], 1), torch.rand(6, generator=g),
+            torch.tensor([0, 0, 1, 1, 2, 2])), {}
+
+
+_tv("ops", _tv_ops, _tv_ops_inputs, "torchvision.ops: StochasticDepth, DropBlock2d, batched_nms, "
     "masks_to_boxes, box IoU and losses, MultiScaleRoIAlign")
 
 # ---------------------------------------------------------------------------------------------------------
@@ -1084,6 +1088,29 @@ def _losses():
     return L()
 
 
+def _aug_mosaic():
+    import kornia.augmentation as K
+
+    return K.AugmentationSequential(K.RandomCrop((28, 28), padding=2, pad_if_needed=True, p=1.0),
+                                    K.RandomJigsaw((2, 2), p=0.5), K.RandomPlanckianJitter(p=0.5), data_keys=["input"])
+
+
+def _morphology():
+    import torch
+    import kornia
+
+    class Morph(torch.nn.Module):
+        def forward(self, x):
+            k = torch.ones(3, 3)
+            o = kornia.morphology.opening(x, k) + kornia.morphology.gradient(x, k)
+            binary = (x[:, :1] > 0.5).float()
+            cc = kornia.contrib.connected_components(binary, num_iterations=10)
+            patches = kornia.contrib.extract_tensor_patches(x, 8, stride=8)
+            return o.mean() + cc.float().mean() + patches.mean()
+
+    return Morph()
+
+
 _kornia("augmentation_sequential", _aug_seq, "AugmentationSequential(RandomHorizontalFlip, RandomAffine, ColorJitter): "
         "per-sample random parameters, batch_prob masks")
 _kornia("augmentation_crop", _aug_crop, "RandomResizedCrop, RandomErasing, RandomGaussianBlur, Normalize")
@@ -1095,6 +1122,9 @@ _kornia("filters_color_enhance", _filters, "canny (hysteresis), sobel, blur, med
 _kornia("features", _features, "ScaleSpaceDetector, extract_patches_from_pyramid, SIFTDescriptor, HardNet",
         _images_only(1, 48, 48))
 _kornia("losses", _losses, "ssim_loss, psnr_loss, focal_loss, total_variation")
+_kornia("crop_jigsaw", _aug_mosaic, "RandomCrop with padding, RandomJigsaw (a mix augmentation), RandomPlanckianJitter")
+_kornia("morphology_contrib", _morphology, "morphology opening/gradient, connected_components (iterative), "
+        "extract_tensor_patches")
 
 
 BY_NAME = {r.name: r for r in RECIPES}

@@ -71,7 +71,7 @@ def markdown(results: dict) -> str:
     for lib, L in libs.items():
         d = L.get("detection") or {}
         c = L.get("check") or {}
-        chk = (f"{c.get('wall_s')} s" + (" (crashed)" if c.get("crashed") else "")) if c else "-"
+        chk = (f"{c.get('wall_s', 0):.1f} s" + (" (crashed)" if c.get("crashed") else "")) if c else "-"
         lines.append(f"| {lib} {L.get('version')} | {L.get('models_ok')}/{L.get('models')} | {_s(d.get('sites'))} | "
                      f"{_s(d.get('found'))} | {_pct(d.get('recall'))} | {_pct(d.get('precision'))} "
                      f"({_s(d.get('true'))}/{_s(d.get('false'))}) | {_s(d.get('unverified'))} | {chk} | {_fixed(L)} | "

@@ -370,14 +370,16 @@ def main(argv=None) -> int:
                     "(a run with --models or --libs writes libs-misses-partial.txt)")
     ap.add_argument("--doc", default=os.path.join(ROOT, "docs", "benchmarks.md"))
     ap.add_argument("--no-doc", action="store_true")
-    ap.add_argument("--report-from", metavar="JSON", help="only regenerate misses list and report from a JSON")
+    ap.add_argument("--report-from", metavar="JSON", help="only regenerate the misses list and the docs section from "
+                    "a results JSON (with --out, write the JSON again)")
     args = ap.parse_args(argv)
     import report_libs
 
     if args.report_from:
         with open(args.report_from) as f:
             results = json.load(f)
-        write_outputs(results, args, json_path=None)
+        results["totals"] = totals(results["libraries"])
+        write_outputs(results, args, json_path=args.out)  # --out: rewrite the JSON too (slimmed)
         return 0
     if not (os.path.isfile(args.python) and os.access(args.python, os.X_OK)):
         ap.error(f"{args.python} not found: create it with bash bench/libs/setup.sh")
@@ -473,9 +475,31 @@ def main(argv=None) -> int:
     return 0
 
 
+AFTER_FIELDS = ("kind", "gb_id", "file", "function", "line", "stmt", "modes", "events", "in_loop")
+
+
+def slim(results: dict) -> dict:
+    """Keep the results JSON small (under 1 MB): Dynamo's whole message once per distinct site (in the library's
+    `detection.site_list`, cut), the models' sites with its first line only, and the fixed arms' sites without
+    their stacks (the original arm's sites carry them)."""
+    for L in results.get("libraries", {}).values():
+        for s in (L.get("detection") or {}).get("site_list", []):
+            if s.get("message"):
+                s["message"] = s["message"][:700]
+    for e in results.get("models", []):
+        for s in (e.get("before") or {}).get("sites", []):
+            s.pop("message", None)
+        for k in ("after", "after_unsafe"):
+            a = e.get(k)
+            if a and a is not e.get("before") and a.get("sites") and "chain" in a["sites"][0]:
+                a["sites"] = [{f: s.get(f) for f in AFTER_FIELDS} for s in a["sites"]]
+    return results
+
+
 def write_outputs(results: dict, args, json_path: str | None) -> None:
     import report_libs
 
+    slim(results)
     if json_path:
         os.makedirs(os.path.dirname(json_path), exist_ok=True)
         with open(json_path, "w") as f:
