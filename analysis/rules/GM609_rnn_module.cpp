@@ -56,8 +56,9 @@ std::string rnn_constructed(const RuleContext& ctx, TSNode value) {
   return q && is_rnn_class(*q) ? q->substr(q->rfind('.') + 1) : "";
 }
 
-// Whether the file mentions an RNN class at all, and its module-level names bound only to an RNN
-// module: "-" (no mention), or "+" then one name a line. Worked out once per file.
+// Whether the file mentions an RNN class at all (and does not opt in to allow_rnn), and its module-level
+// names bound only to an RNN module: "-" (nothing to report), or "+" then one `name=class` a line. Worked
+// out once per file (the model's memo, cleared when the model is updated).
 const std::string& module_facts(const RuleContext& ctx) {
   auto& memo = ctx.model.memo();
   auto [it, added] = memo.try_emplace("GM609:rnn-globals");
@@ -65,6 +66,23 @@ const std::string& module_facts(const RuleContext& ctx) {
   const std::string& text = ctx.document.text();
   if (text.find("LSTM") == std::string::npos && text.find("GRU") == std::string::npos &&
       text.find("RNN") == std::string::npos) {
+    it->second = "-";
+    return it->second;
+  }
+  // `torch._dynamo.config.allow_rnn = True` (or a config.patch of it) in the module's own code opts in to
+  // Dynamo's experimental support. Function bodies are not read: an edit inside one (which the model may
+  // take incrementally) must not change the findings of the others.
+  bool opted_in = false;
+  walk_preorder(ctx.document.root(), [&](TSNode n) {
+    auto t = type_of(n);
+    if (t == "function_definition" || t == "class_definition") return Walk::Skip;
+    if ((t == "identifier" || t == "string_content") && ctx.document.node_text(n) == "allow_rnn") {
+      opted_in = true;
+      return Walk::Stop;
+    }
+    return Walk::Descend;
+  });
+  if (opted_in) {
     it->second = "-";
     return it->second;
   }
@@ -170,8 +188,6 @@ std::string rnn_reference(const RuleContext& ctx, TSNode node, TSNode parent, co
 
 void check(RuleContext& ctx, const Visit& v) {
   if (module_facts(ctx) == "-") return;
-  // A file that sets torch._dynamo.config.allow_rnn opts in to Dynamo's experimental support.
-  if (ctx.document.text().find("allow_rnn") != std::string::npos) return;
   TSNode parent = v.ancestor(0);
   const std::string cls = rnn_reference(ctx, v.node, parent, v.function);
   // Dynamo runs the rest of the function eagerly once wrapping an RNN module failed there.

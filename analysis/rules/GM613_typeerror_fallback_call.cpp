@@ -66,7 +66,7 @@ bool in_guarded_try(const RuleContext& ctx, TSNode node) {
 
 // The names `fn` accepts as keywords, or nullopt when it takes `**kwargs` (or its parameters are unclear).
 std::optional<std::vector<std::string>> keyword_parameters(const RuleContext& ctx, const FunctionInfo& fn) {
-  TSNode params = field(fn.node, "parameters");
+  TSNode params = field(definition_of(ctx, fn), "parameters");
   if (ts_node_is_null(params)) return std::nullopt;
   std::vector<std::string> names;
   for (TSNode p : named_children(params)) {
@@ -97,7 +97,9 @@ std::optional<std::vector<std::string>> keyword_parameters(const RuleContext& ct
 
 // Decorators other than @staticmethod/@classmethod may change the signature (a wrapper taking **kwargs).
 bool plainly_defined(const RuleContext& ctx, const FunctionInfo& fn) {
-  TSNode parent = ts_node_parent(fn.node);
+  TSNode definition = definition_of(ctx, fn);
+  if (ts_node_is_null(definition)) return false;
+  TSNode parent = ts_node_parent(definition);
   if (!is_type(parent, "decorated_definition")) return true;
   for (TSNode decorator : named_children(parent)) {
     if (!is_type(decorator, "decorator")) continue;
@@ -182,7 +184,9 @@ std::string site_message(const RuleContext& ctx, TSNode call, const FunctionInfo
   }
   if (keywords.empty() || !in_guarded_try(ctx, call)) return "";
   const FunctionInfo* callee = ctx.model.resolve_callee(call, fn);
-  if (!callee || ts_node_is_null(callee->node) || !plainly_defined(ctx, *callee)) return "";
+  // The callee's tree through definition_of: an incremental update drops the nodes of the functions it did
+  // not re-read.
+  if (!callee || !plainly_defined(ctx, *callee)) return "";
   if (!callee_is_certain(ctx, call, fn, *callee)) return "";
   auto accepted = keyword_parameters(ctx, *callee);
   if (!accepted) return "";

@@ -85,14 +85,6 @@ ModuleBindings module_bindings(const Document& document) {
     if (t == "as_pattern") bind_target_names(document, field(n, "alias"), out);
     return Walk::Descend;
   });
-  // `global name` in a function: what the function assigns rebinds the module's name.
-  walk_preorder(root, [&](TSNode n) {
-    if (!is_type(n, "global_statement")) return Walk::Descend;
-    for (TSNode name : named_children(n)) {
-      if (is_type(name, "identifier")) out[node_string(document, name)].push_back(TSNode{});
-    }
-    return Walk::Skip;
-  });
   return out;
 }
 

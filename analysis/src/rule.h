@@ -96,6 +96,9 @@ bool exclusive_branches(TSNode a, TSNode b);
 // holds for may run before it. Some breaks make Dynamo run the rest of the function eagerly (failing to
 // wrap an RNN module, any break inside a try block): of their sites, only the first that runs breaks.
 bool first_site_in_function(const FunctionInfo& fn, TSNode node, const std::function<bool(TSNode)>& is_site);
+// `fn`'s function_definition in the current tree: FunctionInfo::node, or, for a function an incremental
+// update did not re-read (its node dropped), the definition found at its range. Null if there is none.
+TSNode definition_of(const RuleContext& ctx, const FunctionInfo& fn);
 // Number of positional and keyword arguments of a call.
 uint32_t argument_count(TSNode call);
 // Whether the body of an if-statement (its consequence block) is a single `raise`.

@@ -229,6 +229,18 @@ bool first_site_in_function(const FunctionInfo& fn, TSNode node, const std::func
   return first;
 }
 
+TSNode definition_of(const RuleContext& ctx, const FunctionInfo& fn) {
+  if (!ts_node_is_null(fn.node)) return fn.node;
+  TSNode n = ts_node_descendant_for_byte_range(ctx.document.root(), fn.range.start, fn.range.end);
+  for (; !ts_node_is_null(n); n = ts_node_parent(n)) {
+    if (ts_node_start_byte(n) < fn.range.start) break;
+    if (is_type(n, "function_definition") && ts_node_start_byte(n) == fn.range.start &&
+        ts_node_end_byte(n) == fn.range.end)
+      return n;
+  }
+  return TSNode{};
+}
+
 uint32_t argument_count(TSNode call) {
   TSNode args = field(call, "arguments");
   return ts_node_is_null(args) ? 0 : ts_node_named_child_count(args);

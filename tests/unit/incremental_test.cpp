@@ -365,3 +365,28 @@ TEST_CASE("an edit that changes what other functions see is analysed afresh") {
   CHECK(third.analysis.findings.empty());
   CHECK(first.analysis.findings.size() == 1);
 }
+
+TEST_CASE("findings that read other functions or the module's bindings are the same after incremental edits") {
+  // GM606 (decorator aliases), GM609 (module-level RNN modules, class attributes) and GM613 (the callee's
+  // parameters) read beyond the function they report in: a statement inserted on each line of each
+  // function body, then removed again, must leave the whole-file findings.
+  Stats stats;
+  const fs::path fixtures = fs::path(GRAPHMEND_SOURCE_DIR) / "tests/fixtures/rules";
+  for (const char* name : {"GM606_disabled_callee.py", "GM609_rnn_module.py", "GM613_typeerror_fallback_call.py"}) {
+    Session session((fixtures / name).string(), read(fixtures / name));
+    session.check(stats);
+    std::vector<uint32_t> lines;
+    body_lines(session.document(), session.document().root(), lines);
+    for (uint32_t at : lines) {
+      Document& doc = session.document();
+      std::string_view text = doc.text();
+      const std::string line = std::string(text.substr(at, text.find_first_not_of(" \t", at) - at)) + "z = 1\n";
+      doc.apply_edit({at, at}, line);
+      session.check(stats);
+      doc.apply_edit({at, static_cast<uint32_t>(at + line.size())}, "");
+      session.check(stats);
+    }
+  }
+  MESSAGE("runs: ", stats.runs, ", incremental: ", stats.incremental, ", held: ", stats.held);
+  CHECK(stats.incremental * 2 > stats.runs);
+}

@@ -20,6 +20,8 @@ namespace graphmend {
 // function or class bodies), with what it is bound to in source order: the right-hand side of a
 // `name = value` (the last target's value in `a = b = value`), or a null node for any other binding (def,
 // class, import, augmented or annotated assignment, a tuple target, a for target, `with ... as name`).
+// Only the module's own code is read, not `global name` in a function: an edit inside a function body
+// (which the model may take incrementally) leaves the bindings as they are.
 using ModuleBindings = std::unordered_map<std::string, std::vector<TSNode>>;
 ModuleBindings module_bindings(const Document& document);
 
