@@ -105,6 +105,8 @@ SelectCheck check_select(const Document& doc, const SemanticModel& model, const 
     base = s.base;
     (s.likeness == Likeness::Same ? any_same : any_floating) = true;
   }
+  // A path that keeps the variable's old value is an alternative too: `x` itself, with x's shape and dtype.
+  if (!kept_name.empty() && (base.empty() || base == kept_name)) any_same = true;
   if (out.shape_unproven.empty() && any_same && any_floating) {
     // e.g. `x / 2` against `x`: equal dtypes only when x is floating.
     const bool floating = local_is_floating(doc, model, base, fn);
