@@ -1744,12 +1744,43 @@ ValueKind SemanticModel::kind_of(TSNode expr, const FunctionInfo& fn) const {
   return ValueKind::Unknown;
 }
 
+namespace {
+// `node` sits in the body of a `for`/`while` loop of `function` (not of a nested function).
+bool inside_loop(TSNode node, TSNode function) {
+  for (TSNode n = ts_node_parent(node); !ts_node_is_null(n) && !ts_node_eq(n, function); n = ts_node_parent(n)) {
+    if (is_type(n, "for_statement") || is_type(n, "while_statement")) return true;
+    if (is_type(n, "function_definition") || is_type(n, "lambda")) return false;
+  }
+  return false;
+}
+
+// A class whose objects carry tensors (`self.alphas_cumprod = torch.cumprod(...)`): its methods compute on them.
+bool holds_tensors(const ClassInfo& c) {
+  return std::any_of(c.attributes.begin(), c.attributes.end(), [](const auto& a) {
+    return a.second == ValueKind::Tensor || a.second == ValueKind::TensorSequence ||
+           a.second == ValueKind::TensorMapping;
+  });
+}
+}  // namespace
+
 bool SemanticModel::runs_training_loop(const FunctionInfo& f) const {
   for (TSNode node : f.body_nodes) {
     if (is_type(node, "call")) {
       TSNode callee = unparenthesize(field(node, "function"));
+      if (is_type(callee, "identifier")) {
+        const std::string_view name = document_.node_text(callee);
+        if (name == "tqdm" || name == "trange") return true;
+        // `self(...)` in a loop: a decoding loop (`generate`) running its own module once per step.
+        if (name == "self" && inside_loop(node, f.node)) return true;
+      }
       if (!is_type(callee, "attribute")) continue;
       const std::string_view attr = document_.node_text(field(callee, "attribute"));
+      // A progress bar reports the steps of an eager driver loop (a sampler's denoising loop), which calls
+      // the compiled code rather than being compiled.
+      if (attr == "progress_bar" || attr == "tqdm" || attr == "trange") return true;
+      // `self.forward(...)` in a loop: a decoding loop calling its own module step by step.
+      if (attr == "forward" && document_.node_text(field(callee, "object")) == "self" && inside_loop(node, f.node))
+        return true;
       if (attr == "backward" || attr == "zero_grad" ||
           (attr == "step" && document_.node_text(field(callee, "object")).find("optim") != std::string_view::npos))
         return true;
@@ -1847,8 +1878,12 @@ void SemanticModel::mark_compiled_regions(Scope scope) {
     changed = false;
     for (auto& f : functions_) {
       const auto& by = callers[f->index];
-      if (eager[f->index] || by.empty()) continue;
-      if (std::all_of(by.begin(), by.end(), [&](uint32_t c) { return eager[c] != 0; }))
+      if (eager[f->index]) continue;
+      // Called only from eager code; or calling eager code that is not traced itself (compiling this would
+      // trace the driver loop it calls).
+      if ((!by.empty() && std::all_of(by.begin(), by.end(), [&](uint32_t c) { return eager[c] != 0; })) ||
+          (!f->compiled && std::any_of(f->resolved_callees.begin(), f->resolved_callees.end(),
+                                       [&](uint32_t c) { return eager[c] && !functions_[c]->compiled; })))
         eager[f->index] = changed = true;
     }
   }
@@ -1857,6 +1892,20 @@ void SemanticModel::mark_compiled_regions(Scope scope) {
         deferred_.count(f->name) || f->name.starts_with("test_") || !takes_tensors(*f))
       continue;
     enter(f.get(), "function `" + f->name + "`, which takes tensors; no compile entry for it was seen in this file",
+          node_range(field(f->node, "name")), true);
+  }
+  // The same holds for the public methods of tensors of a module, or of a class whose objects carry tensors: a
+  // sampler's `scheduler.step(model_output, t, sample)` or `torch.compile(model.forward_train)` is called from
+  // the user's compiled code. Private methods (`_x`) are reached through the public ones; `__call__` makes
+  // the object itself the function. Classes of plain values (image processors, configs) are host-side code.
+  for (auto& f : functions_) {
+    if (f->compiled || !f->owner || f->parent || eager[f->index] || disabled_.count(f.get()) ||
+        deferred_.count(f->name) || f->name.starts_with("test_") ||
+        (f->name.starts_with("_") && f->name != "__call__") || !(f->owner->is_module || holds_tensors(*f->owner)) ||
+        !takes_tensors(*f))
+      continue;
+    enter(f.get(),
+          "method `" + f->qualified_name + "`, which takes tensors; no compile entry for it was seen in this file",
           node_range(field(f->node, "name")), true);
   }
   drain();
