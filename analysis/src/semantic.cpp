@@ -318,6 +318,11 @@ SemanticModel::SemanticModel(const Document& document, Scope scope,
   index_definitions();
   collect_compile_call_targets();
   for (const std::string& name : traced_from_workspace) {
+    // "module:pkg.base.Base": the imported base `pkg.base.Base` is an nn.Module subclass in its own file.
+    if (name.starts_with(kWorkspaceModuleBasePrefix)) {
+      workspace_module_bases_.insert(name.substr(kWorkspaceModuleBasePrefix.size()));
+      continue;
+    }
     // "args:f:TS": a call of `f` in another file's traced code passes a tensor and a static value.
     if (name.starts_with(kWorkspaceArgumentsPrefix)) {
       const std::string_view rest = std::string_view(name).substr(kWorkspaceArgumentsPrefix.size());
@@ -908,6 +913,7 @@ void SemanticModel::infer_class_attributes() {
           cls->is_module = true;
         }
         if (auto* b = find_class(base); b && b->is_module) cls->is_module = true;
+        if (workspace_module_bases_.count(base)) cls->is_module = true;
       }
     }
   }
@@ -2019,6 +2025,32 @@ std::vector<std::pair<std::string, std::string>> SemanticModel::imported_calls_f
   std::vector<std::pair<std::string, std::string>> out;
   for (auto& f : functions_) {
     if (f->compiled) out.insert(out.end(), f->imported_calls.begin(), f->imported_calls.end());
+  }
+  // Module-ness for the other files: this file's module classes, and its questions about imported bases.
+  // Only a class with methods here, or the base of one, asks (the answer changes nothing else, and each
+  // answer costs another analysis of the file).
+  std::unordered_set<const ClassInfo*> with_methods;
+  for (const auto& cls : classes_) {
+    if (cls->methods.empty()) continue;
+    walk_bases(
+        cls.get(), [&](std::string_view name) { return find_class(name); },
+        [&](const ClassInfo* c) {
+          with_methods.insert(c);
+          return false;
+        },
+        [](const std::string&) {});
+  }
+  for (const auto& cls : classes_) {
+    if (cls->is_module) out.emplace_back("", std::string(kWorkspaceModuleClassPrefix) + cls->name);
+    // A module by an answer keeps asking: the answer must stay (the server drops contributions no longer asked).
+    const bool answered = std::any_of(cls->bases.begin(), cls->bases.end(),
+                                      [&](const std::string& b) { return workspace_module_bases_.count(b) > 0; });
+    if ((cls->is_module && !answered) || !with_methods.count(cls.get())) continue;
+    for (const std::string& base : cls->bases) {
+      const auto dot = base.rfind('.');
+      if (dot == std::string::npos || dot == 0 || base.starts_with("torch.")) continue;
+      out.emplace_back(base.substr(0, dot), std::string(kWorkspaceBaseQueryPrefix) + base.substr(dot + 1));
+    }
   }
   return out;
 }

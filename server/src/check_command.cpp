@@ -645,23 +645,37 @@ int run_check(const std::vector<std::string>& args) {
       by_module.emplace(modules[i], i);
     }
     workspace::PackageIndex packages;
-    for (int round = 0; round < 3; ++round) {
+    for (int round = 0; round < 4; ++round) {
       std::set<size_t> again;
+      auto add = [&](size_t file, const std::string& entry) {
+        auto& names = traced[file];
+        if (std::find(names.begin(), names.end(), entry) != names.end()) return;
+        names.push_back(entry);
+        again.insert(file);
+      };
       for (size_t i = 0; i < files.size(); ++i) {
         bool is_package = files[i].filename() == "__init__.py";
         for (const auto& [module, function] : outcomes[i].imported_calls) {
+          if (module.empty()) continue;  // an announcement (module classes), answered below
+          const bool base_query = function.starts_with(kWorkspaceBaseQueryPrefix);
+          const std::string name = base_query ? function.substr(kWorkspaceBaseQueryPrefix.size())
+                                              : std::string(traced_entry_function(function));
           std::string resolved = workspace::resolve_module(modules[i], is_package, module);
           auto it = by_module.find(resolved);
           if (it == by_module.end()) {
-            const std::string origin = packages.reexporting_module(files[i], modules[i], resolved,
-                                                                   std::string(traced_entry_function(function)));
+            const std::string origin = packages.reexporting_module(files[i], modules[i], resolved, name);
             it = origin.empty() ? by_module.end() : by_module.find(origin);
           }
           if (it == by_module.end() || it->second == i) continue;
-          auto& names = traced[it->second];
-          if (std::find(names.begin(), names.end(), function) != names.end()) continue;
-          names.push_back(function);
-          again.insert(it->second);
+          if (!base_query) {
+            add(it->second, function);
+            continue;
+          }
+          // `class A(Base)` with Base imported: a module when Base's file says so.
+          const auto& announced = outcomes[it->second].imported_calls;
+          const std::pair<std::string, std::string> module_class{"", std::string(kWorkspaceModuleClassPrefix) + name};
+          if (std::find(announced.begin(), announced.end(), module_class) != announced.end())
+            add(i, std::string(kWorkspaceModuleBasePrefix) + module + "." + name);
         }
       }
       if (again.empty()) break;

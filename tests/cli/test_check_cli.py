@@ -282,6 +282,28 @@ def test_methods_inherited_from_classes_of_other_files_are_traced(tmp_path):
     assert findings(pkg / "modeling_utils.py") == []
 
 
+def test_classes_deriving_from_modules_of_other_files_are_modules(tmp_path):
+    # kornia's shape: RandomCutMixV2 -> MixAugmentationBaseV2 (mix/base.py) -> _BasicAugmentationBase (base.py,
+    # an nn.Module): module-ness crosses two files, so the subclass's forward is an entry.
+    pkg = tmp_path / "pkg"
+    (pkg / "mix").mkdir(parents=True)
+    write(pkg / "__init__.py", "")
+    write(pkg / "mix" / "__init__.py", "")
+    write(pkg / "base.py", "from torch import nn\n\n\nclass Augmentation(nn.Module):\n"
+          "    def forward(self, x):\n        return self.apply(x)\n")
+    write(pkg / "mix" / "mixing.py", "from ..base import Augmentation\n\n\nclass MixBase(Augmentation):\n"
+          "    def mix(self, x):\n        return x.flip(0)\n")
+    write(pkg / "mix" / "cutmix.py", "from .mixing import MixBase\n\n\nclass CutMix(MixBase):\n"
+          "    def forward(self, x):\n        if x.sum() > 0:\n            x = self.mix(x)\n        return x\n\n\n"
+          "class Plain(object):\n    def forward(self, x):\n        print(x)\n")
+    result = findings(pkg)
+    assert [(pathlib.Path(f["filename"]).name, f["location"]["row"], f["code"]) for f in result] == [
+        ("cutmix.py", 6, "GM101")]
+    assert "nn.Module subclass `CutMix`" in result[0]["graphmend"]["related"][0]["message"]
+    # Without the base files, CutMix cannot be proven a module: nothing is traced.
+    assert findings(pkg / "mix" / "cutmix.py") == []
+
+
 def test_names_reexported_by_a_package_init_resolve_to_their_module(tmp_path):
     # transformers' shape: `from ...utils import torch_compilable_check`, which utils/__init__.py imports
     # from .import_utils. The __init__.py is read (not run, not checked) to find the defining file.

@@ -138,8 +138,10 @@ void Session::analysed(OpenDocument& document, const AnalysisResult& result) {
   if (!result.error.empty()) {
     log_message(protocol::message_type::kError, "analysis of " + document.uri + " failed: " + result.error);
   }
-  update_workspace_calls(document, result);
   if (document.publish_pending || result.completes_provisional) handlers::publish(*this, document);
+  // After publishing: an answer about its own bases invalidates this document, and the new analysis must
+  // find its publication still pending.
+  update_workspace_calls(document, result);
   if (result.completes_provisional && client.pull_mode && client.refresh_support) {
     // Pull clients got the provisional findings: the real ones are ready.
     send_request("workspace/diagnostic/refresh", nullptr, [](const Message&) {});
@@ -252,22 +254,33 @@ void Session::update_workspace_calls(const OpenDocument& source, const AnalysisR
   std::map<std::string, std::set<std::string>> wanted;
   if (!source.module.empty()) {
     for (const auto& [module, function] : result.imported_calls) {
+      if (module.empty()) continue;  // an announcement of this file's module classes
       std::string absolute = workspace::resolve_module(source.module, source.is_package, module);
       const std::string& traced_name = function;  // clang 14 cannot capture a structured binding
-      auto open_as = [&](const std::string& name) {
+      const bool base_query = function.starts_with(kWorkspaceBaseQueryPrefix);
+      const std::string name =
+          base_query ? function.substr(kWorkspaceBaseQueryPrefix.size()) : std::string(traced_entry_function(function));
+      const std::string& module_text = module;
+      auto open_as = [&](const std::string& target_module) {
         bool found = false;
         for (const auto& [uri, document] : scheduler_->documents()) {
-          if (uri != source.uri && !document->module.empty() && document->module == name) {
+          if (uri == source.uri || document->module.empty() || document->module != target_module) continue;
+          found = true;
+          if (!base_query) {
             wanted[uri].insert(traced_name);
-            found = true;
+          } else if (document->latest) {
+            // `class A(Base)`: a module when Base's open document says so (as the CLI's pass answers).
+            const auto& announced = document->latest->imported_calls;
+            const std::pair<std::string, std::string> module_class{"", std::string(kWorkspaceModuleClassPrefix) + name};
+            if (std::find(announced.begin(), announced.end(), module_class) != announced.end())
+              wanted[source.uri].insert(std::string(kWorkspaceModuleBasePrefix) + module_text + "." + name);
           }
         }
         return found;
       };
       // Not an open module: a package that may re-export the name from one (see the CLI's pass).
       if (!open_as(absolute)) {
-        const std::string origin = packages_.reexporting_module(source.path, source.module, absolute,
-                                                                std::string(traced_entry_function(function)));
+        const std::string origin = packages_.reexporting_module(source.path, source.module, absolute, name);
         if (!origin.empty()) open_as(origin);
       }
     }

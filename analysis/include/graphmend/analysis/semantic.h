@@ -68,6 +68,12 @@ struct AttributeEffect {
 // Config::traced_from_workspace entries that carry the argument kinds of a call from another file rather
 // than a name to trace: "args:<function>:<one letter per positional argument>".
 inline constexpr std::string_view kWorkspaceArgumentsPrefix = "args:";
+// Module-ness across files. A file asks about each imported base of its classes that it cannot prove a module
+// with an imported call (module, "base:Name"); it announces its own module classes as ("", "module-class:Name");
+// the workspace pass answers a question with the asker's entry "module:<base as the asker names it>".
+inline constexpr std::string_view kWorkspaceBaseQueryPrefix = "base:";
+inline constexpr std::string_view kWorkspaceModuleClassPrefix = "module-class:";
+inline constexpr std::string_view kWorkspaceModuleBasePrefix = "module:";
 // The function an entry of traced_from_workspace names ("f" for "f" and for "args:f:TS").
 inline std::string_view traced_entry_function(std::string_view entry) {
   if (!entry.starts_with(kWorkspaceArgumentsPrefix)) return entry;
@@ -325,6 +331,8 @@ class SemanticModel {
   // Argument kinds of calls that traced code in other workspace files makes to this file's top-level
   // functions (Config::traced_from_workspace entries "args:<name>:<kinds>").
   std::unordered_map<std::string, std::vector<std::vector<ValueKind>>> workspace_call_args_;
+  // Imported bases that another file proves are nn.Module subclasses ("module:" entries).
+  std::unordered_set<std::string> workspace_module_bases_;
   std::unordered_set<std::string> module_loggers_;
   std::vector<TSNode> compile_calls_;  // calls whose callee text ends in "compile", "partial" or "export"
   // Names bound to functools.partial(torch.compile, ...): calling one compiles its argument. A file with
