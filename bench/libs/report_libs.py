@@ -79,7 +79,8 @@ def markdown(results: dict) -> str:
     lines.append(f"| **total** | {t.get('models_ok')}/{t.get('models')} | {t.get('sites')} | {t.get('found')} | "
                  f"{_pct(t.get('recall'))} | {_pct(t.get('precision'))} ({t.get('true')}/{t.get('false')}) | "
                  f"{t.get('unverified')} | | {t.get('sites_fixed')}/{t.get('sites_before_fixed_arm')} | "
-                 f"{t.get('sites_fixed_unsafe')}/{t.get('sites_before_fixed_arm')} | | |")
+                 + (f"{t.get('sites_fixed_unsafe')}/{t.get('sites_before_fixed_arm')}"
+                    if any(L.get("fix_unsafe") for L in libs.values()) else "-") + " | | |")
     lines.append("")
     lines.append("Per model (sites of that model; fixed = its sites before minus its sites after):")
     lines.append("")
