@@ -323,6 +323,17 @@ SemanticModel::SemanticModel(const Document& document, Scope scope,
       workspace_module_bases_.insert(name.substr(kWorkspaceModuleBasePrefix.size()));
       continue;
     }
+    // "ret:pkg.bbox.infer_shape:LTT": what an imported function returns (a tuple of two tensors).
+    if (name.starts_with(kWorkspaceImportedReturnPrefix)) {
+      const std::string_view rest = std::string_view(name).substr(kWorkspaceImportedReturnPrefix.size());
+      const size_t colon = rest.rfind(':');
+      if (colon == std::string_view::npos || colon + 1 >= rest.size()) continue;
+      ImportedReturn r;
+      r.kind = kind_from_code(rest[colon + 1]);
+      for (char c : rest.substr(colon + 2)) r.elements.push_back(kind_from_code(c));
+      workspace_returns_[std::string(rest.substr(0, colon))] = std::move(r);
+      continue;
+    }
     // "args:f:TS": a call of `f` in another file's traced code passes a tensor and a static value.
     if (name.starts_with(kWorkspaceArgumentsPrefix)) {
       const std::string_view rest = std::string_view(name).substr(kWorkspaceArgumentsPrefix.size());
@@ -610,6 +621,10 @@ void SemanticModel::read_function(FunctionInfo& fn, TSNode definition) {
   fn.body_range = node_range(body);
   fn.body_nodes.clear();
   fn.indexed_in_several_dimensions.clear();
+  fn.isinstance_tested.clear();
+  const TSNode returns = field(definition, "return_type");
+  fn.declared_return =
+      ts_node_is_null(returns) ? ValueKind::Unknown : read_annotation(document_.node_text(returns)).kind;
   if (ts_node_is_null(body)) return;
   // One cursor pass, no allocation per node: the passes over a function read only these nodes.
   walk_preorder(body, [&](TSNode node) {
@@ -619,6 +634,10 @@ void SemanticModel::read_function(FunctionInfo& fn, TSNode definition) {
     if (ts_node_is_named(node) && (t == "call" || t == "assignment" || t == "augmented_assignment" ||
                                    t == "for_statement" || t == "return_statement" || is_comprehension(t)))
       fn.body_nodes.push_back(node);
+    if (t == "call" && document_.node_text(field(node, "function")) == "isinstance") {
+      TSNode subject = ts_node_named_child(field(node, "arguments"), 0);
+      if (is_type(subject, "identifier")) fn.isinstance_tested.insert(text_of(document_, subject));
+    }
     if (t == "subscript" && is_type(field(node, "value"), "identifier") && indexes_in_several_dimensions(node))
       fn.indexed_in_several_dimensions.insert(text_of(document_, field(node, "value")));
     return Walk::Descend;
@@ -1182,10 +1201,14 @@ void SemanticModel::infer_locals(FunctionInfo& fn) {
         for (TSNode target : named_children(left)) {
           if (!is_type(target, "comment")) targets.push_back(target);
         }
-        if (callee && !callee->return_elements.empty() && callee->return_elements.size() == targets.size() &&
+        const ImportedReturn* imported = callee ? nullptr : imported_return(unparenthesize(right));
+        const std::vector<ValueKind>* returned = callee     ? &callee->return_elements
+                                                 : imported ? &imported->elements
+                                                            : nullptr;
+        if (returned && !returned->empty() && returned->size() == targets.size() &&
             std::none_of(targets.begin(), targets.end(),
                          [](TSNode target) { return is_type(target, "list_splat_pattern"); })) {
-          for (size_t i = 0; i < targets.size(); ++i) assign(targets[i], callee->return_elements[i]);
+          for (size_t i = 0; i < targets.size(); ++i) assign(targets[i], (*returned)[i]);
           return;
         }
       }
@@ -1525,6 +1548,8 @@ ValueKind SemanticModel::call_kind(TSNode call, const FunctionInfo& fn) const {
         std::islower(static_cast<unsigned char>(last[0])))
       return ValueKind::Tensor;
     if (name == "math." || name.starts_with("math.")) return ValueKind::Static;
+    // A function of another file that said what it returns.
+    if (auto it = workspace_returns_.find(*q); it != workspace_returns_.end()) return it->second.kind;
     return ValueKind::Unknown;
   }
   if (is_type(callee, "identifier")) {
@@ -1601,7 +1626,69 @@ ValueKind SemanticModel::call_kind(TSNode call, const FunctionInfo& fn) const {
   ValueKind callee_kind = kind_of(callee, fn);
   if (callee_kind == ValueKind::Module) return ValueKind::Tensor;
   if (const FunctionInfo* target = resolve_callee(call, fn)) return target->return_kind;
+  if (const ImportedReturn* r = imported_return(call)) return r->kind;
   return ValueKind::Unknown;
+}
+
+const SemanticModel::ImportedReturn* SemanticModel::imported_return(TSNode call) const {
+  if (workspace_returns_.empty()) return nullptr;
+  TSNode callee = unparenthesize(field(call, "function"));
+  std::string q;
+  if (is_type(callee, "identifier")) {
+    auto it = imports_.find(text_of(document_, callee));
+    if (it == imports_.end()) return nullptr;
+    q = it->second;
+  } else if (is_type(callee, "attribute")) {
+    TSNode head = callee;
+    while (is_type(head, "attribute")) head = field(head, "object");
+    if (!is_type(head, "identifier") || !imports_.count(text_of(document_, head))) return nullptr;
+    auto qualified = qualified_name(callee);
+    if (!qualified) return nullptr;
+    q = *qualified;
+  } else {
+    return nullptr;
+  }
+  auto it = workspace_returns_.find(q);
+  return it == workspace_returns_.end() ? nullptr : &it->second;
+}
+
+namespace {
+// `isinstance(name, int)`, `isinstance(name, (int, float))`: a test that `name` holds a Python number or string.
+bool tests_python_scalar(const Document& document, TSNode test, const std::string& name) {
+  test = unparenthesize(test);
+  if (is_type(test, "boolean_operator") && document.node_text(field(test, "operator")) == "and")
+    return tests_python_scalar(document, field(test, "left"), name) ||
+           tests_python_scalar(document, field(test, "right"), name);
+  if (!is_type(test, "call") || document.node_text(field(test, "function")) != "isinstance") return false;
+  std::vector<TSNode> args;
+  for (TSNode a : named_children(field(test, "arguments")))
+    if (!is_type(a, "comment")) args.push_back(a);
+  if (args.size() != 2 || !is_type(args[0], "identifier") || document.node_text(args[0]) != name) return false;
+  std::vector<TSNode> types;
+  if (is_type(unparenthesize(args[1]), "tuple")) {
+    for (TSNode c : named_children(unparenthesize(args[1])))
+      if (!is_type(c, "comment")) types.push_back(c);
+  } else {
+    types.push_back(args[1]);
+  }
+  return !types.empty() && std::all_of(types.begin(), types.end(), [&](TSNode type) {
+    const std::string_view n = document.node_text(type);
+    return n == "int" || n == "float" || n == "bool" || n == "complex" || n == "str" || n == "numbers.Number";
+  });
+}
+}  // namespace
+
+// `name` is read in the body of `if isinstance(name, (int, float)):` (or its `elif` form) of this function.
+bool SemanticModel::narrowed_to_python_scalar(TSNode node, const std::string& name, const FunctionInfo& fn) const {
+  if (!fn.isinstance_tested.count(name)) return false;  // most names: no walk up the tree
+  TSNode child = node;
+  for (TSNode n = ts_node_parent(node); !ts_node_is_null(n) && !ts_node_eq(n, fn.node);
+       child = n, n = ts_node_parent(n)) {
+    if ((is_type(n, "if_statement") || is_type(n, "elif_clause")) && ts_node_eq(child, field(n, "consequence")) &&
+        tests_python_scalar(document_, field(n, "condition"), name))
+      return true;
+  }
+  return false;
 }
 
 ValueKind SemanticModel::kind_of(TSNode expr, const FunctionInfo& fn) const {
@@ -1614,6 +1701,7 @@ ValueKind SemanticModel::kind_of(TSNode expr, const FunctionInfo& fn) const {
     if (k == ValueKind::Unknown) {
       if (auto it = module_globals_.find(name); it != module_globals_.end()) return it->second;
     }
+    if (k == ValueKind::Tensor && narrowed_to_python_scalar(expr, name, fn)) return ValueKind::Static;
     return k;
   }
   if (t == "integer" || t == "float" || t == "string" || t == "true" || t == "false" || t == "concatenated_string")
@@ -2025,6 +2113,24 @@ std::vector<std::pair<std::string, std::string>> SemanticModel::imported_calls_f
   std::vector<std::pair<std::string, std::string>> out;
   for (auto& f : functions_) {
     if (f->compiled) out.insert(out.end(), f->imported_calls.begin(), f->imported_calls.end());
+  }
+  // What this file's top-level functions return, for the files that call them: only what says something
+  // about tensors (a tensor, a list or dict of them, a tuple with a tensor).
+  for (const auto& f : functions_) {
+    if (f->owner || f->parent) continue;
+    const auto tensorish = [](ValueKind k) {
+      return k == ValueKind::Tensor || k == ValueKind::TensorSequence || k == ValueKind::TensorMapping;
+    };
+    const bool elements = std::any_of(f->return_elements.begin(), f->return_elements.end(), tensorish);
+    if (!tensorish(f->return_kind) && !elements) continue;
+    // `-> int` over a body with one tensor return among int ones is a union: not said to other files.
+    // (read from the definition when it was read: after an incremental update, other functions' nodes are gone)
+    const ValueKind declared = f->declared_return;
+    if (declared != ValueKind::Unknown && !tensorish(declared) && declared != f->return_kind) continue;
+    std::string codes(1, kind_code(f->return_kind));
+    if (elements)
+      for (ValueKind k : f->return_elements) codes += kind_code(k);
+    out.emplace_back("", std::string(kWorkspaceReturnsPrefix) + f->name + ":" + codes);
   }
   // Module-ness for the other files: this file's module classes, and its questions about imported bases.
   // Only a class with methods here, or the base of one, asks (the answer changes nothing else, and each

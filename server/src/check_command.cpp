@@ -662,17 +662,27 @@ int run_check(const std::vector<std::string>& args) {
                                               : std::string(traced_entry_function(function));
           std::string resolved = workspace::resolve_module(modules[i], is_package, module);
           auto it = by_module.find(resolved);
-          if (it == by_module.end()) {
+          // A package's name: the module its __init__.py imports it from, also when the __init__.py is checked
+          // (it holds the import, not the definition).
+          if (it == by_module.end() || files[it->second].filename() == "__init__.py") {
             const std::string origin = packages.reexporting_module(files[i], modules[i], resolved, name);
-            it = origin.empty() ? by_module.end() : by_module.find(origin);
+            if (auto defining = origin.empty() ? by_module.end() : by_module.find(origin); defining != by_module.end())
+              it = defining;
           }
           if (it == by_module.end() || it->second == i) continue;
+          const auto& announced = outcomes[it->second].imported_calls;
           if (!base_query) {
             add(it->second, function);
+            // What the function returns, when its file says: the caller's file types its calls by it.
+            const std::string returns = std::string(kWorkspaceReturnsPrefix) + name + ":";
+            for (const auto& [none, said] : announced) {
+              if (none.empty() && said.starts_with(returns))
+                add(i, std::string(kWorkspaceImportedReturnPrefix) + module + "." + name + ":" +
+                           said.substr(returns.size()));
+            }
             continue;
           }
           // `class A(Base)` with Base imported: a module when Base's file says so.
-          const auto& announced = outcomes[it->second].imported_calls;
           const std::pair<std::string, std::string> module_class{"", std::string(kWorkspaceModuleClassPrefix) + name};
           if (std::find(announced.begin(), announced.end(), module_class) != announced.end())
             add(i, std::string(kWorkspaceModuleBasePrefix) + module + "." + name);

@@ -304,6 +304,29 @@ def test_classes_deriving_from_modules_of_other_files_are_modules(tmp_path):
     assert findings(pkg / "mix" / "cutmix.py") == []
 
 
+def test_return_kinds_of_functions_of_other_files_type_their_calls(tmp_path):
+    # torch_geometric's shape: `from torch_geometric.utils import scatter` (re-exported by utils/__init__.py from
+    # _scatter.py, annotated `-> Tensor`), then `int(num_nodes.max())`; kornia's `h, w = infer_bbox_shape(src)`
+    # with `-> tuple[Tensor, Tensor]`.
+    pkg = tmp_path / "pkg"
+    (pkg / "utils").mkdir(parents=True)
+    write(pkg / "__init__.py", "")
+    write(pkg / "utils" / "__init__.py", "from ._scatter import scatter, shape\n")
+    write(pkg / "utils" / "_scatter.py", "from torch import Tensor\n\n\ndef scatter(src: Tensor, index: Tensor) -> Tensor:\n"
+          "    return src.new_zeros(3).scatter_add_(0, index, src)\n\n\n"
+          "def shape(boxes: Tensor) -> tuple[Tensor, Tensor]:\n    return boxes[:, 0], boxes[:, 1]\n")
+    write(pkg / "dense.py", "from torch import Tensor\nfrom pkg.utils import scatter, shape\n\n\n"
+          "def dense(batch: Tensor, boxes: Tensor):\n    num = scatter(batch, batch)\n    h, w = shape(boxes)\n"
+          "    return int(num.max()), h[0].item()\n")
+    result = findings(pkg)
+    assert [(pathlib.Path(f["filename"]).name, f["location"]["row"], f["code"]) for f in result] == [
+        ("dense.py", 8, "GM403"), ("dense.py", 8, "GM401")]
+    # The same without the package's __init__.py among the checked files (it is read to find the module).
+    assert len(findings(pkg / "dense.py", pkg / "utils" / "_scatter.py")) == 2
+    # Alone, nothing says what the helpers return.
+    assert findings(pkg / "dense.py") == []
+
+
 def test_names_reexported_by_a_package_init_resolve_to_their_module(tmp_path):
     # transformers' shape: `from ...utils import torch_compilable_check`, which utils/__init__.py imports
     # from .import_utils. The __init__.py is read (not run, not checked) to find the defining file.

@@ -268,6 +268,14 @@ void Session::update_workspace_calls(const OpenDocument& source, const AnalysisR
           found = true;
           if (!base_query) {
             wanted[uri].insert(traced_name);
+            if (!document->latest) continue;
+            // What the function returns, when its open document says (as the CLI's pass answers).
+            const std::string returns = std::string(kWorkspaceReturnsPrefix) + name + ":";
+            for (const auto& [none, said] : document->latest->imported_calls) {
+              if (none.empty() && said.starts_with(returns))
+                wanted[source.uri].insert(std::string(kWorkspaceImportedReturnPrefix) + module_text + "." + name + ":" +
+                                          said.substr(returns.size()));
+            }
           } else if (document->latest) {
             // `class A(Base)`: a module when Base's open document says so (as the CLI's pass answers).
             const auto& announced = document->latest->imported_calls;
@@ -278,11 +286,10 @@ void Session::update_workspace_calls(const OpenDocument& source, const AnalysisR
         }
         return found;
       };
-      // Not an open module: a package that may re-export the name from one (see the CLI's pass).
-      if (!open_as(absolute)) {
-        const std::string origin = packages_.reexporting_module(source.path, source.module, absolute, name);
-        if (!origin.empty()) open_as(origin);
-      }
+      // A package that re-exports the name from one of its modules: that module (see the CLI's pass), whether
+      // or not the package's __init__.py is open too.
+      const std::string origin = packages_.reexporting_module(source.path, source.module, absolute, name);
+      if (origin.empty() || !open_as(origin)) open_as(absolute);
     }
   }
   set_contribution(source.uri, wanted);

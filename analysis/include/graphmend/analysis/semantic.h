@@ -74,6 +74,11 @@ inline constexpr std::string_view kWorkspaceArgumentsPrefix = "args:";
 inline constexpr std::string_view kWorkspaceBaseQueryPrefix = "base:";
 inline constexpr std::string_view kWorkspaceModuleClassPrefix = "module-class:";
 inline constexpr std::string_view kWorkspaceModuleBasePrefix = "module:";
+// Return kinds across files. A file announces what its top-level functions return as ("", "returns:f:<codes>"):
+// one kind code, then one per element of a tuple return. A file whose traced code calls `f` from there gets
+// "ret:<f as it names it, qualified>:<codes>", and its calls of `f` take those kinds.
+inline constexpr std::string_view kWorkspaceReturnsPrefix = "returns:";
+inline constexpr std::string_view kWorkspaceImportedReturnPrefix = "ret:";
 // The function an entry of traced_from_workspace names ("f" for "f" and for "args:f:TS").
 inline std::string_view traced_entry_function(std::string_view entry) {
   if (!entry.starts_with(kWorkspaceArgumentsPrefix)) return entry;
@@ -142,6 +147,8 @@ struct FunctionInfo {
   // order, nested definitions and lambdas left out: the passes over a function read this list
   // instead of walking the tree again.
   std::vector<TSNode> body_nodes;
+  std::unordered_set<std::string> isinstance_tested;  // names `isinstance(name, ...)` tests in the body
+  ValueKind declared_return = ValueKind::Unknown;     // what its return annotation says (`-> int`: Static)
   // Names the body subscripts in several dimensions with a slice (`x[:, 0]`), read in the same pass.
   std::unordered_set<std::string> indexed_in_several_dimensions;
 
@@ -333,6 +340,16 @@ class SemanticModel {
   std::unordered_map<std::string, std::vector<std::vector<ValueKind>>> workspace_call_args_;
   // Imported bases that another file proves are nn.Module subclasses ("module:" entries).
   std::unordered_set<std::string> workspace_module_bases_;
+  // What functions of other files return ("ret:" entries), by the qualified name this file calls them by.
+  struct ImportedReturn {
+    ValueKind kind = ValueKind::Unknown;
+    std::vector<ValueKind> elements;
+  };
+  std::unordered_map<std::string, ImportedReturn> workspace_returns_;
+  // The return of an imported function this call calls, when another file said what it is.
+  const ImportedReturn* imported_return(TSNode call) const;
+  // `name` (a tensor by flow) is read where `isinstance(name, (int, float))` was tested true.
+  bool narrowed_to_python_scalar(TSNode node, const std::string& name, const FunctionInfo& fn) const;
   std::unordered_set<std::string> module_loggers_;
   std::vector<TSNode> compile_calls_;  // calls whose callee text ends in "compile", "partial" or "export"
   // Names bound to functools.partial(torch.compile, ...): calling one compiles its argument. A file with
