@@ -197,6 +197,11 @@ bool looks_like_flag(std::string_view name) {
   return name.ends_with("_flag") || name == "training" || name == "verbose" || name == "debug" || name == "causal";
 }
 
+// A tensor, or a list or dict of them.
+bool tensor_valued(ValueKind k) {
+  return k == ValueKind::Tensor || k == ValueKind::TensorSequence || k == ValueKind::TensorMapping;
+}
+
 ValueKind merge(ValueKind a, ValueKind b) {
   if (a == b) return a;
   // A container of tensors stays one when the other value is None (`Optional[List[Tensor]]`); mixed with
@@ -1154,7 +1159,7 @@ void SemanticModel::infer_locals(FunctionInfo& fn) {
     auto it = fn.locals.find(name);
     if (it == fn.locals.end() || it->second == ValueKind::Unknown)
       fn.locals[name] = kind;
-    else if (kind == ValueKind::Tensor || kind == ValueKind::TensorSequence || kind == ValueKind::TensorMapping)
+    else if (tensor_valued(kind))
       it->second = merge(it->second, kind);  // learnt from callers in a later pass
   });
 
@@ -1549,7 +1554,7 @@ ValueKind SemanticModel::call_kind(TSNode call, const FunctionInfo& fn) const {
       return ValueKind::Tensor;
     if (name == "math." || name.starts_with("math.")) return ValueKind::Static;
     // A function of another file that said what it returns.
-    if (auto it = workspace_returns_.find(*q); it != workspace_returns_.end()) return it->second.kind;
+    if (const ImportedReturn* r = imported_return(call)) return r->kind;
     return ValueKind::Unknown;
   }
   if (is_type(callee, "identifier")) {
@@ -1626,29 +1631,35 @@ ValueKind SemanticModel::call_kind(TSNode call, const FunctionInfo& fn) const {
   ValueKind callee_kind = kind_of(callee, fn);
   if (callee_kind == ValueKind::Module) return ValueKind::Tensor;
   if (const FunctionInfo* target = resolve_callee(call, fn)) return target->return_kind;
-  if (const ImportedReturn* r = imported_return(call)) return r->kind;
   return ValueKind::Unknown;
+}
+
+std::vector<std::string> workspace_answers(std::string_view module, std::string_view query,
+                                           const std::vector<std::pair<std::string, std::string>>& announced) {
+  const std::string name(traced_entry_function(query));
+  const std::string subject = std::string(module) + "." + name;
+  std::vector<std::string> out;
+  if (query.starts_with(kWorkspaceBaseQueryPrefix)) {
+    // `class A(Base)` with Base imported: a module when Base's file says so.
+    const std::pair<std::string, std::string> module_class{"", std::string(kWorkspaceModuleClassPrefix) + name};
+    if (std::find(announced.begin(), announced.end(), module_class) != announced.end())
+      out.push_back(std::string(kWorkspaceModuleBasePrefix) + subject);
+    return out;
+  }
+  // What the function returns, when its file says: the caller's file types its calls by it.
+  const std::string returns = std::string(kWorkspaceReturnsPrefix) + name + ":";
+  for (const auto& [none, said] : announced) {
+    if (none.empty() && said.starts_with(returns))
+      out.push_back(std::string(kWorkspaceImportedReturnPrefix) + subject + ":" + said.substr(returns.size()));
+  }
+  return out;
 }
 
 const SemanticModel::ImportedReturn* SemanticModel::imported_return(TSNode call) const {
   if (workspace_returns_.empty()) return nullptr;
-  TSNode callee = unparenthesize(field(call, "function"));
-  std::string q;
-  if (is_type(callee, "identifier")) {
-    auto it = imports_.find(text_of(document_, callee));
-    if (it == imports_.end()) return nullptr;
-    q = it->second;
-  } else if (is_type(callee, "attribute")) {
-    TSNode head = callee;
-    while (is_type(head, "attribute")) head = field(head, "object");
-    if (!is_type(head, "identifier") || !imports_.count(text_of(document_, head))) return nullptr;
-    auto qualified = qualified_name(callee);
-    if (!qualified) return nullptr;
-    q = *qualified;
-  } else {
-    return nullptr;
-  }
-  auto it = workspace_returns_.find(q);
+  auto q = qualified_name(field(call, "function"));  // the imported name as this file qualifies it
+  if (!q) return nullptr;
+  auto it = workspace_returns_.find(*q);
   return it == workspace_returns_.end() ? nullptr : &it->second;
 }
 
@@ -1850,10 +1861,7 @@ bool inside_loop(TSNode node, TSNode function) {
 
 // A class whose objects carry tensors (`self.alphas_cumprod = torch.cumprod(...)`): its methods compute on them.
 bool holds_tensors(const ClassInfo& c) {
-  return std::any_of(c.attributes.begin(), c.attributes.end(), [](const auto& a) {
-    return a.second == ValueKind::Tensor || a.second == ValueKind::TensorSequence ||
-           a.second == ValueKind::TensorMapping;
-  });
+  return std::any_of(c.attributes.begin(), c.attributes.end(), [](const auto& a) { return tensor_valued(a.second); });
 }
 }  // namespace
 
@@ -1981,26 +1989,23 @@ void SemanticModel::mark_compiled_regions(Scope scope) {
         eager[f->index] = changed = true;
     }
   }
-  for (auto& f : functions_) {
-    if (f->compiled || f->owner || f->parent || eager[f->index] || disabled_.count(f.get()) ||
-        deferred_.count(f->name) || f->name.starts_with("test_") || !takes_tensors(*f))
-      continue;
-    enter(f.get(), "function `" + f->name + "`, which takes tensors; no compile entry for it was seen in this file",
-          node_range(field(f->node, "name")), true);
-  }
   // The same holds for the public methods of tensors of a module, or of a class whose objects carry tensors: a
   // sampler's `scheduler.step(model_output, t, sample)` or `torch.compile(model.forward_train)` is called from
   // the user's compiled code. Private methods (`_x`) are reached through the public ones; `__call__` makes
   // the object itself the function. Classes of plain values (image processors, configs) are host-side code.
   for (auto& f : functions_) {
-    if (f->compiled || !f->owner || f->parent || eager[f->index] || disabled_.count(f.get()) ||
-        deferred_.count(f->name) || f->name.starts_with("test_") ||
-        (f->name.starts_with("_") && f->name != "__call__") || !(f->owner->is_module || holds_tensors(*f->owner)) ||
-        !takes_tensors(*f))
+    if (f->compiled || f->parent || eager[f->index] || disabled_.count(f.get()) || deferred_.count(f->name) ||
+        f->name.starts_with("test_") || !takes_tensors(*f))
       continue;
-    enter(f.get(),
-          "method `" + f->qualified_name + "`, which takes tensors; no compile entry for it was seen in this file",
-          node_range(field(f->node, "name")), true);
+    if (!f->owner) {
+      enter(f.get(), "function `" + f->name + "`, which takes tensors; no compile entry for it was seen in this file",
+            node_range(field(f->node, "name")), true);
+    } else if ((!f->name.starts_with("_") || f->name == "__call__") &&
+               (f->owner->is_module || holds_tensors(*f->owner))) {
+      enter(f.get(),
+            "method `" + f->qualified_name + "`, which takes tensors; no compile entry for it was seen in this file",
+            node_range(field(f->node, "name")), true);
+    }
   }
   drain();
 }
@@ -2118,15 +2123,12 @@ std::vector<std::pair<std::string, std::string>> SemanticModel::imported_calls_f
   // about tensors (a tensor, a list or dict of them, a tuple with a tensor).
   for (const auto& f : functions_) {
     if (f->owner || f->parent) continue;
-    const auto tensorish = [](ValueKind k) {
-      return k == ValueKind::Tensor || k == ValueKind::TensorSequence || k == ValueKind::TensorMapping;
-    };
-    const bool elements = std::any_of(f->return_elements.begin(), f->return_elements.end(), tensorish);
-    if (!tensorish(f->return_kind) && !elements) continue;
+    const bool elements = std::any_of(f->return_elements.begin(), f->return_elements.end(), tensor_valued);
+    if (!tensor_valued(f->return_kind) && !elements) continue;
     // `-> int` over a body with one tensor return among int ones is a union: not said to other files.
     // (read from the definition when it was read: after an incremental update, other functions' nodes are gone)
     const ValueKind declared = f->declared_return;
-    if (declared != ValueKind::Unknown && !tensorish(declared) && declared != f->return_kind) continue;
+    if (declared != ValueKind::Unknown && !tensor_valued(declared) && declared != f->return_kind) continue;
     std::string codes(1, kind_code(f->return_kind));
     if (elements)
       for (ValueKind k : f->return_elements) codes += kind_code(k);

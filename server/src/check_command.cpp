@@ -656,10 +656,8 @@ int run_check(const std::vector<std::string>& args) {
       for (size_t i = 0; i < files.size(); ++i) {
         bool is_package = files[i].filename() == "__init__.py";
         for (const auto& [module, function] : outcomes[i].imported_calls) {
-          if (module.empty()) continue;  // an announcement (module classes), answered below
-          const bool base_query = function.starts_with(kWorkspaceBaseQueryPrefix);
-          const std::string name = base_query ? function.substr(kWorkspaceBaseQueryPrefix.size())
-                                              : std::string(traced_entry_function(function));
+          if (module.empty()) continue;  // an announcement (module classes, returns), read by the askers
+          const std::string name(traced_entry_function(function));
           std::string resolved = workspace::resolve_module(modules[i], is_package, module);
           auto it = by_module.find(resolved);
           // A package's name: the module its __init__.py imports it from, also when the __init__.py is checked
@@ -670,22 +668,9 @@ int run_check(const std::vector<std::string>& args) {
               it = defining;
           }
           if (it == by_module.end() || it->second == i) continue;
-          const auto& announced = outcomes[it->second].imported_calls;
-          if (!base_query) {
-            add(it->second, function);
-            // What the function returns, when its file says: the caller's file types its calls by it.
-            const std::string returns = std::string(kWorkspaceReturnsPrefix) + name + ":";
-            for (const auto& [none, said] : announced) {
-              if (none.empty() && said.starts_with(returns))
-                add(i, std::string(kWorkspaceImportedReturnPrefix) + module + "." + name + ":" +
-                           said.substr(returns.size()));
-            }
-            continue;
-          }
-          // `class A(Base)` with Base imported: a module when Base's file says so.
-          const std::pair<std::string, std::string> module_class{"", std::string(kWorkspaceModuleClassPrefix) + name};
-          if (std::find(announced.begin(), announced.end(), module_class) != announced.end())
-            add(i, std::string(kWorkspaceModuleBasePrefix) + module + "." + name);
+          if (!function.starts_with(kWorkspaceBaseQueryPrefix)) add(it->second, function);
+          for (std::string& answer : workspace_answers(module, function, outcomes[it->second].imported_calls))
+            add(i, answer);
         }
       }
       if (again.empty()) break;

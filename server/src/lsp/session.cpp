@@ -254,34 +254,21 @@ void Session::update_workspace_calls(const OpenDocument& source, const AnalysisR
   std::map<std::string, std::set<std::string>> wanted;
   if (!source.module.empty()) {
     for (const auto& [module, function] : result.imported_calls) {
-      if (module.empty()) continue;  // an announcement of this file's module classes
+      if (module.empty()) continue;  // an announcement (module classes, returns), read by the askers
       std::string absolute = workspace::resolve_module(source.module, source.is_package, module);
       const std::string& traced_name = function;  // clang 14 cannot capture a structured binding
-      const bool base_query = function.starts_with(kWorkspaceBaseQueryPrefix);
-      const std::string name =
-          base_query ? function.substr(kWorkspaceBaseQueryPrefix.size()) : std::string(traced_entry_function(function));
       const std::string& module_text = module;
+      const std::string name(traced_entry_function(function));
       auto open_as = [&](const std::string& target_module) {
         bool found = false;
         for (const auto& [uri, document] : scheduler_->documents()) {
           if (uri == source.uri || document->module.empty() || document->module != target_module) continue;
           found = true;
-          if (!base_query) {
-            wanted[uri].insert(traced_name);
-            if (!document->latest) continue;
-            // What the function returns, when its open document says (as the CLI's pass answers).
-            const std::string returns = std::string(kWorkspaceReturnsPrefix) + name + ":";
-            for (const auto& [none, said] : document->latest->imported_calls) {
-              if (none.empty() && said.starts_with(returns))
-                wanted[source.uri].insert(std::string(kWorkspaceImportedReturnPrefix) + module_text + "." + name + ":" +
-                                          said.substr(returns.size()));
-            }
-          } else if (document->latest) {
-            // `class A(Base)`: a module when Base's open document says so (as the CLI's pass answers).
-            const auto& announced = document->latest->imported_calls;
-            const std::pair<std::string, std::string> module_class{"", std::string(kWorkspaceModuleClassPrefix) + name};
-            if (std::find(announced.begin(), announced.end(), module_class) != announced.end())
-              wanted[source.uri].insert(std::string(kWorkspaceModuleBasePrefix) + module_text + "." + name);
+          if (!traced_name.starts_with(kWorkspaceBaseQueryPrefix)) wanted[uri].insert(traced_name);
+          // What its open document announced answers the source (as in the CLI's pass).
+          if (document->latest) {
+            for (std::string& answer : workspace_answers(module_text, traced_name, document->latest->imported_calls))
+              wanted[source.uri].insert(std::move(answer));
           }
         }
         return found;

@@ -79,12 +79,19 @@ inline constexpr std::string_view kWorkspaceModuleBasePrefix = "module:";
 // "ret:<f as it names it, qualified>:<codes>", and its calls of `f` take those kinds.
 inline constexpr std::string_view kWorkspaceReturnsPrefix = "returns:";
 inline constexpr std::string_view kWorkspaceImportedReturnPrefix = "ret:";
-// The function an entry of traced_from_workspace names ("f" for "f" and for "args:f:TS").
+// The function (or class) an entry names: "f" for "f", for "args:f:TS" and for the base query "base:f".
 inline std::string_view traced_entry_function(std::string_view entry) {
+  if (entry.starts_with(kWorkspaceBaseQueryPrefix)) return entry.substr(kWorkspaceBaseQueryPrefix.size());
   if (!entry.starts_with(kWorkspaceArgumentsPrefix)) return entry;
   entry.remove_prefix(kWorkspaceArgumentsPrefix.size());
   return entry.substr(0, entry.rfind(':'));
 }
+// The answers for the asking file to an imported call or base query (`module`, `query`) it made of another file,
+// from what that file announced (imported_calls_from_traced_code's ("", ...) entries): "module:<module>.<Base>"
+// when the base is a module there, "ret:<module>.<f>:<codes>" when it said what `f` returns. The CLI's workspace
+// pass and the server's share it.
+std::vector<std::string> workspace_answers(std::string_view module, std::string_view query,
+                                           const std::vector<std::pair<std::string, std::string>>& announced);
 
 // Most passes of the locals/call-site fixpoint. Each pass carries argument kinds one call deeper (a
 // mask computed in an encoder reaches the attention helper four calls down); the model stops at the
