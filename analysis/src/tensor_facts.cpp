@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cmath>
 #include <functional>
 #include <optional>
 #include <string>
@@ -46,7 +47,7 @@ std::string text(const Document& doc, TSNode node) { return std::string(doc.node
 
 namespace {
 
-enum class ArgForm { None, Dim, NeedDim, Scalars, Full };
+enum class ArgForm { None, Dim, NeedDim, Scalars, Bounds, Full };
 enum class DtypeNeed { Any, NotBool, Floating };
 struct SpeculationOp {
   std::string_view name;
@@ -362,12 +363,92 @@ class Speculator {
     need_dims(value, dims, "index", text(doc_, expr));
   }
 
+  // A number converted to the subject's dtype (a clamp bound, a fill value) must be representable in it:
+  // `x.clamp(0, 300)` raises for int8 and uint8 tensors, `x.clamp(max=-1)` for uint8 ones from torch 2.15,
+  // `x.clamp(max=1e5)` for float16 ones. A literal in [0, 127] fits every dtype; one within float16's range
+  // fits every floating dtype; `torch.finfo(x.dtype).max - c` (a name bound to it too) fits x's own dtype.
+  bool check_representable(TSNode subject, TSNode value, const std::string& e) {
+    if (is_type(unparenthesize(value), "none")) return true;
+    std::string s = text(doc_, unparenthesize(subject));
+    auto floating = [&] {
+      if (maybe_tensor(subject))
+        need(RaiseCondition::Kind::Floating, subject, "floating:" + s,
+             "`" + e + "` raises when `" + s + "` has an integer dtype that cannot represent `" + short_text(value) +
+                 "`");
+      return true;
+    };
+    if (auto v = number_literal(value)) {
+      if (*v >= 0 && *v <= 127) return true;
+      if (std::abs(*v) <= 65504) return floating();
+    } else if (finfo_bound_of(value, s, 0)) {
+      return floating();
+    }
+    raise("`" + e + "` passes `" + short_text(value) + "`, which may not be representable in the dtype of `" + s + "`");
+    return false;
+  }
+  // A number literal's value (possibly negative); nullopt otherwise.
+  std::optional<double> number_literal(TSNode n) const {
+    n = unparenthesize(n);
+    double sign = 1;
+    if (is_type(n, "unary_operator")) {
+      std::string op = text(doc_, field(n, "operator"));
+      if (op != "-" && op != "+") return std::nullopt;
+      sign = op == "-" ? -1 : 1;
+      n = unparenthesize(field(n, "argument"));
+    }
+    if (!is_type(n, "integer") && !is_type(n, "float")) return std::nullopt;
+    std::string t = text(doc_, n);
+    t.erase(std::remove(t.begin(), t.end(), '_'), t.end());
+    if (t.find_first_of("xXoObBjJ") != std::string::npos) return std::nullopt;
+    try {
+      return sign * std::stod(t);
+    } catch (const std::exception&) {
+      return std::nullopt;
+    }
+  }
+  // `torch.finfo(S.dtype).max` or `.min`, moved toward zero by a non-negative literal or negated, where S
+  // is `subject`; a local name whose every assignment is one.
+  bool finfo_bound_of(TSNode n, const std::string& subject, int depth) const {
+    n = unparenthesize(n);
+    if (depth > 4) return false;
+    if (is_type(n, "unary_operator") && text(doc_, field(n, "operator")) == "-")
+      return finfo_bound_of(field(n, "argument"), subject, depth + 1);
+    if (is_type(n, "binary_operator")) {
+      std::string op = text(doc_, field(n, "operator"));
+      auto c = number_literal(field(n, "right"));
+      TSNode left = unparenthesize(field(n, "left"));
+      if (!c || *c < 0 || *c > 1e4 || !is_type(left, "attribute") || text(doc_, field(left, "attribute")) != "max")
+        return false;
+      return op == "-" && finfo_bound_of(left, subject, depth + 1);
+    }
+    if (is_type(n, "identifier")) {
+      auto it = fn_.assignments.find(text(doc_, n));
+      if (it == fn_.assignments.end() || it->second.empty()) return false;
+      return std::all_of(it->second.begin(), it->second.end(),
+                         [&](TSNode rhs) { return finfo_bound_of(rhs, subject, depth + 1); });
+    }
+    if (!is_type(n, "attribute")) return false;
+    std::string end = text(doc_, field(n, "attribute"));
+    TSNode call = unparenthesize(field(n, "object"));
+    if ((end != "max" && end != "min") || !is_type(call, "call")) return false;
+    auto q = model_.qualified_name(field(call, "function"));
+    std::vector<TSNode> args = named_children(field(call, "arguments"));
+    if (!q || *q != "torch.finfo" || args.size() != 1) return false;
+    TSNode a = unparenthesize(args[0]);
+    return is_type(a, "attribute") && text(doc_, field(a, "attribute")) == "dtype" &&
+           text(doc_, unparenthesize(field(a, "object"))) == subject;
+  }
+
   // The extra arguments of a table operation, after the subject.
   bool check_args(const SpeculationOp& op, TSNode subject, const std::vector<TSNode>& positional,
                   const std::vector<std::pair<std::string, TSNode>>& keywords, const std::string& e) {
     std::optional<TSNode> dim;
     for (auto& [name, value] : keywords) {
       if (op.args == ArgForm::Scalars && is_static(value)) continue;
+      if (op.args == ArgForm::Bounds && is_static(value)) {
+        if (!check_representable(subject, value, e)) return false;
+        continue;
+      }
       if ((op.args == ArgForm::Dim || op.args == ArgForm::NeedDim) && name == "dim") {
         dim = value;
         continue;
@@ -391,12 +472,13 @@ class Speculator {
       raise("`" + e + "` passes arguments the engine cannot prove safe");
       return false;
     }
-    if (op.args == ArgForm::Scalars) {
+    if (op.args == ArgForm::Scalars || op.args == ArgForm::Bounds) {
       for (TSNode p : positional) {
         if (!is_static(p)) {
           raise("`" + e + "` passes `" + text(doc_, p) + "`, which is not a static number");
           return false;
         }
+        if (op.args == ArgForm::Bounds && !check_representable(subject, p, e)) return false;
       }
     }
     if (op.args == ArgForm::Dim || op.args == ArgForm::NeedDim) {

@@ -21,7 +21,7 @@ TABLE = Path(__file__).resolve().parents[2] / "analysis" / "src" / "speculation_
 OP_RE = re.compile(r'^SPECULATION_OP\((\w+), "([MTF]+)", (\w+), (\w+)\)\s*$')
 MODULE_RE = re.compile(r"^SPECULATION_MODULE\((\w+), (\w+)\)\s*$")
 
-DTYPES = [torch.bool, torch.uint8, torch.int32, torch.int64, torch.float16, torch.bfloat16, torch.float32,
+DTYPES = [torch.bool, torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64, torch.float16, torch.bfloat16, torch.float32,
           torch.float64]
 SHAPES = [(), (0,), (3,), (2, 3), (2, 0, 3), (1, 2, 3, 4)]
 
@@ -74,13 +74,27 @@ def _meets(dtype_condition: str, t: torch.Tensor) -> bool:
 
 # Static-number arguments each Scalars row is exercised with (the engine accepts any static numbers).
 SCALAR_ARGUMENTS = {
-    "clamp_min": [((0.5,), {}), ((-2,), {})],
-    "clamp_max": [((0.5,), {}), ((-2,), {})],
     "nan_to_num": [((), {}), ((0.0,), {}), ((), {"nan": 0.0, "posinf": 1.0, "neginf": -1.0})],
-    "full_like": [((2,), {}), ((0.5,), {})],
     "leaky_relu": [((), {}), ((0.2,), {})],
 }
 DEFAULT_SCALARS = [((), {"min": -1}), ((-1, 1), {}), ((), {"min": 0.5}), ((), {"max": -0.5}), ((1, -1), {})]
+
+# Bounds rows (numbers converted to the tensor's dtype): the engine accepts literals in [0, 127] on any
+# tensor, other literals within float16's range only on floating ones, and `torch.finfo(x.dtype).max - c`
+# (negated too) on x itself. Each set is exercised at the edges of what is accepted.
+ANY_DTYPE_BOUNDS = [0, 127, 0.5, 126.5]
+FLOATING_BOUNDS = [-65504, 65504, -1, -0.5, 128, 1e4]
+
+
+def _bounds(name: str, t: torch.Tensor):
+    values = ANY_DTYPE_BOUNDS + (FLOATING_BOUNDS if t.is_floating_point() else [])
+    if t.is_floating_point():
+        top = torch.finfo(t.dtype).max - 1000
+        values += [top, -top, torch.finfo(t.dtype).max, torch.finfo(t.dtype).min]
+    if name in ("clamp", "clip"):
+        return ([((lo, hi), {}) for lo in values for hi in values] + [((), {"min": v}) for v in values] +
+                [((), {"max": v}) for v in values] + [((None, v), {}) for v in values])
+    return [((v,), {}) for v in values]
 
 
 def _argument_sets(name: str, args: str, t: torch.Tensor):
@@ -91,6 +105,8 @@ def _argument_sets(name: str, args: str, t: torch.Tensor):
         return [((), {})] if t.numel() > 0 else []
     if args == "Scalars":
         return SCALAR_ARGUMENTS.get(name, DEFAULT_SCALARS)
+    if args == "Bounds":
+        return _bounds(name, t)
     # Literal dims: -1 and 0 need nothing, k >= 1 or -k need more dimensions (the engine checks those).
     dims = [-1, 0] + ([1, -2] if t.dim() >= 2 else [])
     sets = [((d,), {}) for d in dims] + [((), {"dim": d}) for d in dims]
