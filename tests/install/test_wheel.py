@@ -101,6 +101,20 @@ def test_validate(venv, work):
     assert json.loads(proc.stdout)
 
 
+def test_validate_without_activating_the_venv(venv, work, exe):
+    # As pre-commit, an editor or a script runs it: <venv>/bin/graphmend by its path, with neither the venv
+    # on PATH nor VIRTUAL_ENV set, and PATH's python3 without torch: the venv graphmend is installed in is
+    # the interpreter, and the run says so.
+    env = {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": str(work / "home"), "LANG": "C.UTF-8",
+           "HF_HUB_OFFLINE": "1"}
+    proc = subprocess.run([str(exe), "validate", "examples/deployable_block.py::example", "--backend", "eager",
+                           "--repeats", "1", "--json"], cwd=work, env=env, capture_output=True, text=True,
+                          timeout=600)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert f"{venv}/bin/python" in proc.stderr and "the environment graphmend is installed in" in proc.stderr
+    assert json.loads(proc.stdout)["validator"]["python_source"] == "the environment graphmend is installed in"
+
+
 def test_lsp_transcripts(venv, work, exe):
     # The runner and the transcripts copied out of the checkout, so that no output names it.
     shutil.copytree(ROOT / "tests/lsp/transcripts", work / "transcripts")

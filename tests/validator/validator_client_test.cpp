@@ -148,21 +148,57 @@ TEST_CASE("an interpreter without torch, and one that does not exist") {
   fs::remove_all(dir);
 }
 
-TEST_CASE("python discovery: explicit, then a .venv above the target, then the workspace, then python3") {
+TEST_CASE("python discovery: explicit, then the first environment with torch, then python3") {
   const fs::path dir = temp_folder("discover");
-  fs::create_directories(dir / "proj" / ".venv" / "bin");
+  auto make_python = [](const fs::path& prefix, bool torch) {
+    fs::create_directories(prefix / "bin");
+    std::ofstream(prefix / "bin" / "python") << "#!/bin/sh\n";
+    fs::permissions(prefix / "bin" / "python", fs::perms::owner_all);
+    if (torch) {
+      fs::create_directories(prefix / "lib" / "python3.11" / "site-packages" / "torch");
+      std::ofstream(prefix / "lib" / "python3.11" / "site-packages" / "torch" / "__init__.py") << "\n";
+    }
+  };
+  make_python(dir / "proj" / ".venv", false);
   fs::create_directories(dir / "proj" / "src" / "deep");
-  fs::create_directories(dir / "ws" / ".venv" / "bin");
-  for (const fs::path& python : {dir / "proj" / ".venv" / "bin" / "python", dir / "ws" / ".venv" / "bin" / "python"}) {
-    std::ofstream(python) << "#!/bin/sh\n";
-    fs::permissions(python, fs::perms::owner_all);
-  }
+  make_python(dir / "ws" / ".venv", false);
   using graphmend::validate::discover_python;
-  CHECK(discover_python("/x/python", dir / "proj" / "src" / "m.py", dir / "ws") == "/x/python");
-  CHECK(discover_python("", dir / "proj" / "src" / "deep" / "m.py", dir / "ws") ==
+  using graphmend::validate::DiscoveryContext;
+  const DiscoveryContext none;
+  auto path = [](const graphmend::validate::PythonChoice& c) { return c.path; };
+  CHECK(path(discover_python("/x/python", dir / "proj" / "src" / "m.py", dir / "ws", none)) == "/x/python");
+  CHECK(path(discover_python("", dir / "proj" / "src" / "deep" / "m.py", dir / "ws", none)) ==
         (dir / "proj" / ".venv" / "bin" / "python").string());
-  CHECK(discover_python("", dir / "m.py", dir / "ws") == (dir / "ws" / ".venv" / "bin" / "python").string());
-  CHECK(discover_python("", dir / "m.py", dir) == "python3");
+  CHECK(path(discover_python("", dir / "m.py", dir / "ws", none)) ==
+        (dir / "ws" / ".venv" / "bin" / "python").string());
+  CHECK(discover_python("", dir / "m.py", dir, none).source == "python3 on PATH");
+
+  // graphmend installed in a venv with torch, run as <venv>/bin/graphmend without activating it: that
+  // venv, before a .venv near the target that lacks torch.
+  make_python(dir / "tool-env", true);
+  std::ofstream(dir / "tool-env" / "pyvenv.cfg") << "home = /usr/bin\n";
+  DiscoveryContext installed{dir / "tool-env" / "bin" / "graphmend", {}, {}};
+  auto own = discover_python("", dir / "proj" / "src" / "m.py", dir / "ws", installed);
+  CHECK(own.path == (dir / "tool-env" / "bin" / "python").string());
+  CHECK(own.source == "the environment graphmend is installed in");
+  // A build tree (no pyvenv.cfg beside bin/) is not an environment.
+  DiscoveryContext build_tree{dir / "proj" / "src" / "graphmend", {}, {}};
+  CHECK(path(discover_python("", dir / "proj" / "src" / "m.py", dir / "ws", build_tree)) ==
+        (dir / "proj" / ".venv" / "bin" / "python").string());
+  // graphmend's own environment without torch (pipx): an activated one with torch wins.
+  make_python(dir / "pipx-env", false);
+  std::ofstream(dir / "pipx-env" / "pyvenv.cfg") << "home = /usr/bin\n";
+  make_python(dir / "active", true);
+  DiscoveryContext pipx{dir / "pipx-env" / "bin" / "graphmend", dir / "active", {}};
+  auto active = discover_python("", dir / "m.py", dir, pipx);
+  CHECK(active.path == (dir / "active" / "bin" / "python").string());
+  CHECK(active.source == "$VIRTUAL_ENV");
+  DiscoveryContext conda{dir / "pipx-env" / "bin" / "graphmend", {}, dir / "active"};
+  CHECK(discover_python("", dir / "m.py", dir, conda).source == "$CONDA_PREFIX");
+  // None has torch: the first candidate, whose probe then names it.
+  DiscoveryContext no_torch{dir / "pipx-env" / "bin" / "graphmend", {}, {}};
+  CHECK(path(discover_python("", dir / "proj" / "m.py", dir, no_torch)) ==
+        (dir / "pipx-env" / "bin" / "python").string());
   CHECK(graphmend::validate::find_validator_dir() / "graphmend_validator" / "__init__.py" ==
         kRoot / "gpu-validator" / "graphmend_validator" / "__init__.py");
   fs::remove_all(dir);

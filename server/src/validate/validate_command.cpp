@@ -84,7 +84,8 @@ std::variant<Options, int> parse_args(const std::vector<std::string>& args) {
                   "fixes the file that module is imported from")
       ->type_name("NAME");
   app->add_option("--python", options.python,
-                  "interpreter with torch (default: a .venv above the target or the current folder, then python3)")
+                  "interpreter with torch (default: the first with torch of graphmend's own environment, $VIRTUAL_ENV, "
+                  "$CONDA_PREFIX, a .venv above the target or the current folder; then python3)")
       ->type_name("PY");
   app->add_option("--device", options.device, "auto (default: cuda when torch sees one), cpu or cuda[:N]")
       ->type_name("DEVICE")
@@ -324,14 +325,18 @@ int run_validate_command(const std::vector<std::string>& args) {
   InterruptGuard interrupt;
   auto interrupted = [&] { return fail(&options, "cancelled", "interrupted before the arms ran", kExitInterrupted); };
   std::error_code ec;
-  const std::string python = discover_python(options.python, target_file, fs::current_path(ec));
-  progress(options, "starting the validator (" + python + ")", 0);
+  const PythonChoice choice = discover_python(options.python, target_file, fs::current_path(ec));
+  const std::string& python = choice.path;
+  progress(options, "starting the validator (" + python + ", " + choice.source + ")", 0);
   ValidatorClient client;
   json info;
   try {
     info = client.start(python);
+    info["python_source"] = choice.source;
   } catch (const ValidatorError& e) {
-    return fail(&options, e.kind(), e.what(), kExitEnvironment);
+    return fail(&options, e.kind(),
+                std::string(e.what()) + " (interpreter: " + choice.source + "; choose one with --python)",
+                kExitEnvironment);
   }
   if (interrupt.interrupted()) {
     client.stop();
