@@ -3,7 +3,7 @@
 `compare_files(original, fixed)` imports both files side by side and runs each `example()` on a battery of
 inputs: the example's own (seeds 0, 1, 2), the fixture's `inputs()` when it has one, and variants of every
 tensor argument that take the other branch, fail guards or stress the untaken side (negated, zeros, NaN,
-+inf, -inf, empty, bool, int64, float16, transposed). For every input it runs the original and the fixed
++inf, -inf, empty, bool, int64, uint8, int8, float16, transposed). For every input it runs the original and the fixed
 code eagerly and under torch.compile (Dynamo with the eager backend, breaks allowed), and compares:
 
   * the outcome: returned value (structure, and for tensors shape, dtype, device, requires_grad and the
@@ -73,6 +73,11 @@ def _empty(t: torch.Tensor) -> torch.Tensor:
     return t.new_empty((0,) + tuple(t.shape[1:]))
 
 
+def _integral(t: torch.Tensor, low: int, high: int, dtype: torch.dtype) -> torch.Tensor:
+    values = t.nan_to_num(0.0).round() if t.is_floating_point() else t.long()
+    return values.clamp(low, high).to(dtype)
+
+
 def _transposed(t: torch.Tensor) -> torch.Tensor:
     return t.mT.contiguous().mT if t.dim() >= 2 else t.clone()  # same values, not contiguous
 
@@ -88,6 +93,10 @@ VARIANTS: dict[str, Callable[[torch.Tensor], torch.Tensor]] = {
     "bool": lambda t: t > 0,
     "int64": lambda t: t.round().long() if t.is_floating_point() else t.long(),
     "float16": lambda t: t.half() if t.is_floating_point() else t.clone(),
+    # Integer dtypes with narrow ranges: a number that does not fit raises (`x.clamp(0, 300)` on int8 and
+    # uint8, `x.clamp(max=-1)` on uint8 from torch 2.15), on the untaken path too.
+    "uint8": lambda t: _integral(t, 0, 255, torch.uint8),
+    "int8": lambda t: _integral(t, -128, 127, torch.int8),
     "transposed": _transposed,
 }
 

@@ -4,7 +4,7 @@ bench/differential_oracle.py).
 A program is one module file: `Model.forward(self, x, y)` with an optional prelude statement, one
 data-dependent construct (an if/else, an else-less if, an early return, a ternary, a raise guard or an elif
 chain) over tests and values drawn from the catalogs below, and a return; plus `example()` and an `inputs()`
-battery (other shapes, empty and 0-d tensors, bool/int64/float16, NaN and inf, a `y` that does not broadcast).
+battery (other shapes, empty and 0-d tensors, bool/int64/uint8/int8/float16, NaN and inf, a `y` that does not broadcast).
 The catalogs mix harmless values with hazardous ones: values that raise on some inputs (`x.mean()` of an
 int64 tensor, `x // y` by zero, `x.view(2, 6)`, `torch.cat`), that change shape or dtype against the other
 branch (`x.mean()`, `x[0]`, `x.to(torch.float16)`), that consume the RNG (`torch.rand_like`, dropout) or that
@@ -40,7 +40,8 @@ VALUES: tuple[str, ...] = (
     "x + 1", "x - 1", "x * 2", "x / 2", "-x", "x", "y", "x + y", "x * y", "x / y", "x // y", "x ** 2",
     "x.abs()", "x.exp()", "x.log()", "torch.relu(x)", "F.gelu(x)", "x.mean()", "x.max()",
     "x.sum(-1, keepdim=True)", "x[:, :1]", "x[0]", "x.view(2, 6)", "x.reshape(-1)", "x.t()",
-    "torch.cat([x, y])", "x.to(torch.float16)", "x.float()", "x.clamp(-1, 1)", "torch.where(x > 0, x, y)",
+    "torch.cat([x, y])", "x.to(torch.float16)", "x.float()", "x.clamp(-1, 1)", "x.clamp(0, 300)",
+    "x.clamp(max=-1)", "torch.where(x > 0, x, y)",
     "torch.zeros_like(x)", "self.proj(x)", "torch.dropout(x, 0.5, True)", "torch.rand_like(x)",
     "x.sum().item()",
 )
@@ -96,6 +97,8 @@ def inputs():
         (randn(3, 4), randn(5)),
         (torch.zeros(3, 4), torch.zeros(3, 4)),
         (torch.zeros(3, 4, dtype=torch.long), torch.zeros(3, 4, dtype=torch.long)),
+        (torch.randint(0, 255, (3, 4), dtype=torch.uint8), torch.randint(0, 255, (3, 4), dtype=torch.uint8)),
+        (torch.randint(-128, 127, (3, 4), dtype=torch.int8), torch.randint(-128, 127, (3, 4), dtype=torch.int8)),
     ]
 '''
 

@@ -124,3 +124,20 @@ def test_gradients_compare_exactly_but_for_the_rounding_of_summation_order():
     assert not differential.same_gradients_up_to_summation_order(base, grad([0.28847062587738037, 1.0], "torch.float64"))
     assert not differential.same_gradients_up_to_summation_order(grad([float("inf"), 1.0]), grad([-float("inf"), 1.0]))
     assert not differential.same_gradients_up_to_summation_order(base, None)
+
+
+def test_torch_diagnostics_stay_out_of_the_stderr_transcript():
+    # From torch 2.14 the "torch" logger's handler writes to the current sys.stderr: Dynamo's timestamped
+    # records (recompiles, graph-break warnings) would show up as differences in the user's stderr.
+    import logging
+    import sys
+
+    from fixture_support import transcript
+
+    with transcript() as events:
+        logging.getLogger("torch._dynamo").warning("torch diagnostic")
+        logging.getLogger("user.model").warning("user record")
+        print("user text", file=sys.stderr)
+    assert [e for e in events if e[0] == "stderr"] == [("stderr", "user text"), ("stderr", "\n")]
+    assert [e for e in events if e[0] == "log"] == [
+        ("log", "WARNING", "test_torch_diagnostics_stay_out_of_the_stderr_transcript", "user record")]

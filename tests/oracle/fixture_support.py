@@ -139,6 +139,30 @@ class _ListHandler(logging.Handler):
         self.sink.append(("log", record.levelname, func, record.getMessage()))
 
 
+class _TorchRecordsToRealStderr(logging.Filter):
+    """torch's own log handler (from 2.14, torch._logging's _StderrHandler) writes to whatever sys.stderr is
+    when a record is emitted, so under redirect_stderr Dynamo's timestamped diagnostics would land in the
+    user's stderr transcript. While recording, they go to the process's real stderr instead."""
+
+    def __init__(self, handler: logging.Handler):
+        super().__init__()
+        self.handler = handler
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        try:
+            sys.__stderr__.write(self.handler.format(record) + "\n")
+        except Exception:  # noqa: BLE001 - a diagnostic that cannot be formatted is dropped
+            pass
+        return False
+
+
+def _torch_log_handlers() -> list[logging.Handler]:
+    loggers = [logging.getLogger("torch")] + [
+        lg for name, lg in logging.root.manager.loggerDict.items()
+        if name.startswith("torch.") and isinstance(lg, logging.Logger)]
+    return [h for lg in loggers for h in lg.handlers if not isinstance(h, _ListHandler)]
+
+
 @contextlib.contextmanager
 def transcript():
     """Record stdout, stderr, log records (every logger) and warnings, in one ordered list."""
@@ -164,6 +188,9 @@ def transcript():
              and not logging.getLogger(n).propagate]
     for lg in extra:
         lg.addHandler(handler)
+    torch_filters = [(h, _TorchRecordsToRealStderr(h)) for h in _torch_log_handlers()]
+    for h, f in torch_filters:
+        h.addFilter(f)
     with warnings.catch_warnings(record=True) as caught, \
             contextlib.redirect_stdout(_Stream("stdout")), contextlib.redirect_stderr(_Stream("stderr")):
         warnings.simplefilter("always")
@@ -178,6 +205,8 @@ def transcript():
     root.setLevel(old_level)
     for lg in extra:
         lg.removeHandler(handler)
+    for h, f in torch_filters:
+        h.removeFilter(f)
 
 
 def call(fn, args) -> tuple[str, Any, list]:
