@@ -34,8 +34,11 @@ docs: build
 	$(BUILD_DIR)/graphmend rule --write-docs docs/rules
 	python3 scripts/generate-rule-table.py --graphmend $(BUILD_DIR)/graphmend
 
+# The union of the supported releases' registries: the installed torch's, plus each other release's
+# graph_break_registry.json as VERSION=PATH in REGISTRIES (e.g. "2.14.1=/venv214/.../graph_break_registry.json").
+REGISTRIES ?=
 registry: setup
-	$(PY) scripts/gen_registry.py analysis/generated/dynamo_registry.inc
+	$(PY) scripts/gen_registry.py analysis/generated/dynamo_registry.inc $(REGISTRIES)
 
 # The pip wheel (pyproject.toml: scikit-build-core, GRAPHMEND_PORTABLE) in dist/, tagged manylinux_2_X for the
 # glibc it is built against, then checked by auditwheel (docs/install.md). DIST_FLAGS: extra pip options.

@@ -22,7 +22,9 @@ const RuleInfo kInfo{
 void check(RuleContext& ctx, const Visit& v) {
   std::string q = callee_qualified(ctx, v.node);
   if (!q.starts_with("time.")) return;
-  ctx.report(kInfo, node_range(v.node), "`" + q + "` is not traced by Dynamo: it breaks the graph here.", v);
+  // From torch 2.15 clock reads are "Call to a time function" (GB9193); time.sleep stays a skipped function.
+  std::string_view id = ctx.torch >= TorchVersion{2, 15} && q != "time.sleep" ? "GB9193" : "GB0007";
+  ctx.report(kInfo, node_range(v.node), "`" + q + "` is not traced by Dynamo: it breaks the graph here.", v, id);
 }
 
 }  // namespace

@@ -137,7 +137,7 @@ void sort_findings(std::vector<Finding>& findings) {
 std::vector<Finding> run_rules(const Document& document, const Config& config, const SemanticModel& model,
                                const std::vector<const FunctionInfo*>& functions) {
   timing::Scope checking(timing::Phase::Rules);
-  RuleContext ctx(document, model);
+  RuleContext ctx(document, model, config.torch);
   for (const FunctionInfo* fn : functions) {
     if (!fn->compiled || model.is_dynamo_disabled(*fn)) continue;
     TracedWalker walker(ctx, *fn);
@@ -153,6 +153,8 @@ std::vector<Finding> run_rules(const Document& document, const Config& config, c
   for (Finding& f : ctx.take()) {
     if (in_error_range(errors, f.range)) continue;
     if (!config.enabled(f.rule->code, document.path())) continue;
+    if (f.registry_id.empty()) f.registry_id = registry_id_for(*f.rule, config.torch);
+    f.torch = config.torch;
     out.push_back(std::move(f));
   }
   sort_findings(out);

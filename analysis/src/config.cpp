@@ -12,7 +12,7 @@ namespace graphmend {
 namespace {
 
 // The one table of [tool.graphmend] keys (see ConfigKey); load_pyproject reads each below.
-constexpr std::array<ConfigKey, 11> kConfigKeys{{
+constexpr std::array<ConfigKey, 12> kConfigKeys{{
     {"select", ConfigValueKind::StringList, R"(["GM"])", R"(["GM1", "GM201"])",
      "Rule codes or prefixes to enable (`GM`, `GM1`, `GM101`, `ALL`)."},
     {"extend-select", ConfigValueKind::StringList, "[]", R"(["GM6"])",
@@ -29,6 +29,10 @@ constexpr std::array<ConfigKey, 11> kConfigKeys{{
      "Validation targets (`path.py::factory`) for the editor's validation code lens."},
     {"docs-url", ConfigValueKind::String, "", R"("https://example.org/graphmend/rules")",
      "Base URL of the rule pages: a rule's link is `<docs-url>/GMxxx.md`."},
+    {"torch-version", ConfigValueKind::String, "", R"("2.15")",
+     "The torch whose Dynamo facts apply (break ids, breaks that differ between releases): `2.13`, `2.14` or "
+     "`2.15`. Unset: the torch installed in graphmend's own environment, `$VIRTUAL_ENV`, `$CONDA_PREFIX` or a "
+     "`.venv` above the checked file, else the newest supported."},
     {"exclude", ConfigValueKind::StringList,
      R"([".bzr", ".direnv", ".eggs", ".git", ".git-rewrite", ".hg", ".ipynb_checkpoints", ".mypy_cache", ".nox", )"
      R"(".pants.d", ".pyenv", ".pytest_cache", ".pytype", ".ruff_cache", ".svn", ".tox", ".venv", ".vscode", )"
@@ -102,6 +106,16 @@ void read_key(Config& config, const ConfigKey& key, const toml::node& node, cons
       if (!s || s->empty())
         throw ConfigError(where(file, node.source()) + ": [tool.graphmend] " + name + " must be a non-empty string");
       if (name == "docs-url") config.docs_url = *s;
+      if (name == "torch-version") {
+        auto v = parse_torch_version(*s);
+        if (!v)
+          throw ConfigError(where(file, node.source()) +
+                            ": [tool.graphmend] torch-version must be a torch release "
+                            "such as \"2.15\", got \"" +
+                            *s + "\"");
+        config.torch = nearest_supported(*v);
+        config.torch_source = "torch-version in " + file.string();
+      }
       return;
     }
     case ConfigValueKind::Boolean: {
@@ -254,6 +268,12 @@ void ConfigCache::clear() {
   std::lock_guard lock(mutex_);
   nearest_.clear();
   loaded_.clear();
+}
+
+void apply_detected_torch(Config& config, const std::optional<DetectedTorch>& detected) {
+  if (!detected || config.keys_set.contains("torch-version")) return;
+  config.torch = detected->version;
+  config.torch_source = detected->source;
 }
 
 }  // namespace graphmend

@@ -21,6 +21,20 @@ const RegistryEntry* find_registry_entry(std::string_view id) {
   return it == entries.end() ? nullptr : &*it;
 }
 
+std::string_view registry_id_for(const RuleInfo& rule, TorchVersion torch) {
+  std::string_view id = rule.registry_id;
+  std::string_view rest = rule.registry_id_since;
+  while (!rest.empty()) {
+    const size_t space = rest.find(' ');
+    std::string_view item = rest.substr(0, space);
+    rest = space == std::string_view::npos ? std::string_view{} : rest.substr(space + 1);
+    const size_t eq = item.find('=');
+    auto since = parse_torch_version(item.substr(0, eq));
+    if (since && eq != std::string_view::npos && torch >= *since) id = item.substr(eq + 1);
+  }
+  return id;
+}
+
 std::string registry_url(std::string_view id) {
   // The page Dynamo itself links to from its graph-break messages (torch/_dynamo/exc.py).
   std::string number(id.starts_with("GB") ? id.substr(2) : id);

@@ -31,12 +31,16 @@ struct Visit {
 
 class RuleContext {
  public:
-  RuleContext(const Document& doc, const SemanticModel& facts) : document(doc), model(facts) {}
+  RuleContext(const Document& doc, const SemanticModel& facts, TorchVersion torch_version = {})
+      : document(doc), model(facts), torch(torch_version) {}
   const Document& document;
   const SemanticModel& model;
+  TorchVersion torch;  // the release whose facts apply (a few breaks differ between releases)
 
   // Records a finding at `range`, adding the compiled entry and the enclosing loop as related places.
-  void report(const RuleInfo& rule, ByteRange range, std::string message, const Visit& visit);
+  // `registry_id`: the break's id when it is not the rule's (registry_id_for) for this finding.
+  void report(const RuleInfo& rule, ByteRange range, std::string message, const Visit& visit,
+              std::string_view registry_id = {});
   std::string text(TSNode node) const { return std::string(document.node_text(node)); }
   std::vector<Finding> take() { return std::move(findings_); }
 

@@ -7,9 +7,11 @@
 
 namespace graphmend {
 
-void RuleContext::report(const RuleInfo& rule, ByteRange range, std::string message, const Visit& visit) {
+void RuleContext::report(const RuleInfo& rule, ByteRange range, std::string message, const Visit& visit,
+                         std::string_view registry_id) {
   Finding f;
   f.rule = &rule;
+  f.registry_id = registry_id;
   f.range = range;
   f.message = std::move(message);
   const FunctionInfo* top = &visit.function;

@@ -60,6 +60,7 @@ struct Options {
   std::optional<bool> show_fixes;  // default: on for `text` output
   std::optional<std::vector<std::string>> select, extend_select, ignore;
   std::optional<Scope> scope;
+  std::optional<TorchVersion> torch;  // --torch-version
   OutputFormat format = OutputFormat::Text;
   Color color = Color::Auto;
   std::optional<fs::path> output_file;
@@ -132,6 +133,14 @@ std::variant<Options, int> parse(const std::vector<std::string>& args) {
   app->add_option("--scope", scope, "only code torch.compile traces (default), or every function")
       ->check(CLI::IsMember({"compiled", "all"}))
       ->type_name("SCOPE");
+  std::string torch_version;
+  app->add_option("--torch-version", torch_version,
+                  "the torch whose Dynamo facts apply: 2.13, 2.14 or 2.15 (default: `torch-version`, else the torch "
+                  "installed near the checked files, else the newest)")
+      ->check([](const std::string& v) {
+        return parse_torch_version(v) ? std::string() : "not a torch release such as 2.15: " + v;
+      })
+      ->type_name("X.Y");
   const std::map<std::string, OutputFormat> formats{
       {"text", OutputFormat::Text},       {"full", OutputFormat::Text},    {"concise", OutputFormat::Concise},
       {"grouped", OutputFormat::Grouped}, {"json", OutputFormat::Json},    {"json-lines", OutputFormat::JsonLines},
@@ -196,6 +205,7 @@ std::variant<Options, int> parse(const std::vector<std::string>& args) {
   if (o.add_noqa && (o.fix || o.diff || o.unsafe))
     return usage_error(*app, "--add-noqa cannot be combined with --fix, --unsafe-fixes or --diff");
   if (!scope.empty()) o.scope = scope == "all" ? Scope::All : Scope::Compiled;
+  if (!torch_version.empty()) o.torch = nearest_supported(*parse_torch_version(torch_version));
   if (show->count()) o.show_fixes = show_fixes;
   if (exclude_opt->count()) o.exclude = exclude;
   if (gitignore_opt->count()) o.respect_gitignore = respect_gitignore;
@@ -220,6 +230,12 @@ class ConfigResolver {
       c.extend_select.insert(c.extend_select.end(), options_.extend_select->begin(), options_.extend_select->end());
     if (options_.ignore) c.ignore.insert(c.ignore.end(), options_.ignore->begin(), options_.ignore->end());
     if (options_.scope) c.scope = *options_.scope;
+    if (options_.torch) {
+      c.torch = *options_.torch;
+      c.torch_source = "--torch-version";
+    } else {
+      apply_detected_torch(c, torch_.near(fs::absolute(file).parent_path()));
+    }
     return c;
   }
 
@@ -259,6 +275,7 @@ class ConfigResolver {
   const Options& options_;
   std::optional<Config> base_;
   ConfigCache discovered_;
+  TorchDetector torch_;
 };
 
 // Lines without their ends ("\n", "\r\n" or a lone "\r", as CPython reads them).
@@ -430,9 +447,13 @@ Outcome check_one(const fs::path& path, const std::optional<std::string>& stdin_
   std::string cache_key;
   if (cache && !(o.fix || o.diff || o.add_noqa)) {
     timing::Scope caching(timing::Phase::Cache);
-    cache_key = cache->key(path, source.text, config.source, traced_from_workspace);
+    // The torch whose facts apply is part of the key: a break and its id may differ between releases.
+    std::vector<std::string> key_parts = traced_from_workspace;
+    key_parts.push_back("\x01torch " + config.torch.str());
+    cache_key = cache->key(path, source.text, config.source, std::move(key_parts));
     if (auto hit = cache->get(path, cache_key)) {
       out.report.findings = std::move(hit->findings);
+      for (Finding& f : out.report.findings) f.torch = config.torch;
       out.report.problems = std::move(hit->problems);
       out.imported_calls = std::move(hit->imported_calls);
       out.report.text = std::move(source.text);

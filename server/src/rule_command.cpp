@@ -25,6 +25,9 @@ std::string rule_markdown(const RuleInfo& r) {
   if (const RegistryEntry* e = find_registry_entry(r.registry_id)) {
     md << "## In Dynamo's words\n\n";
     md << "Graph-break registry entry [" << e->id << "](" << registry_url(e->id) << "): **" << e->gb_type << "**\n\n";
+    if (!r.registry_id_since.empty())
+      md << "From the torch releases named here, Dynamo reports it as: " << r.registry_id_since
+         << " ([torch versions](../torch-versions.md)).\n\n";
     if (!e->explanation.empty()) md << "> " << e->explanation << "\n\n";
     if (!e->hints.empty()) {
       md << "Dynamo's hints:\n\n";

@@ -19,7 +19,9 @@ import torch
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 FIXTURE_DIR = REPO_ROOT / "tests" / "fixtures" / "rules"
-MARKER_RE = re.compile(r"#\s*expect:\s*(GM\d{3}(?:\s*,\s*GM\d{3})*)\s*$")
+MARKER_RE = re.compile(r"#\s*expect(?:\[torch\s*(<|>=)\s*(\d+\.\d+)\])?:\s*(GM\d{3}(?:\s*,\s*GM\d{3})*)\s*$")
+# The running torch's release: markers may hold only before one (`# expect[torch<2.15]: GM603`) or from one.
+TORCH_RELEASE = tuple(int(p) for p in torch.__version__.split("+")[0].split(".")[:2])
 SEEDS = (0, 1, 2)
 
 
@@ -32,7 +34,8 @@ def fixture_ids() -> list[str]:
 
 
 def markers(path: Path) -> set[tuple[int, str]]:
-    """(row, code) for every `# expect: GMxxx[, GMyyy]` comment (comments only, never strings)."""
+    """(row, code) for every `# expect: GMxxx[, GMyyy]` comment (comments only, never strings) that applies to
+    the running torch (`# expect[torch<2.15]: ...`, `# expect[torch>=2.15]: ...`)."""
     found: set[tuple[int, str]] = set()
     with open(path, "rb") as f:
         for tok in tokenize.tokenize(f.readline):
@@ -40,7 +43,11 @@ def markers(path: Path) -> set[tuple[int, str]]:
                 continue
             m = MARKER_RE.search(tok.string)
             if m:
-                for code in m.group(1).split(","):
+                if m.group(1):
+                    bound = tuple(int(p) for p in m.group(2).split("."))
+                    if (TORCH_RELEASE < bound) != (m.group(1) == "<"):
+                        continue
+                for code in m.group(3).split(","):
                     found.add((tok.start[0], code.strip()))
             elif "expect:" in tok.string:
                 raise ValueError(f"{path}:{tok.start[0]}: malformed marker {tok.string!r}")
@@ -56,7 +63,9 @@ def marker_rows(path: Path) -> set[int]:
 # output only, never with Dynamo's breaks. They are opt-in (`GM` does not select them): the oracle
 # selects them with CHECK_ARGS, so that every fixture is also checked for false positives of theirs.
 NON_BREAK_RULES = {"GM001"}
-CHECK_ARGS = ("--extend-select", ",".join(sorted(NON_BREAK_RULES)))
+# graphmend applies the facts of the torch running the oracle, whatever is installed near the fixtures.
+CHECK_ARGS = ("--extend-select", ",".join(sorted(NON_BREAK_RULES)), "--torch-version",
+              "{}.{}".format(*TORCH_RELEASE))
 
 
 def break_markers(path: Path) -> set[tuple[int, str]]:
@@ -289,7 +298,7 @@ EXPECTED_GB_IDS = {
     "GM504": {"GB0036"},
     "GM505": {"GB0036"},
     "GM601": {"GB4198", "GB0264"},
-    "GM602": {"GB0007"},
+    "GM602": {"GB0007", "GB9193"} if TORCH_RELEASE >= (2, 15) else {"GB0007"},
     "GM603": {"GB0206", "GB8985"},
     "GM604": {"GB0264"},
     "GM605": {"GB8977"},

@@ -89,3 +89,23 @@ def test_check_rows_equal_dynamo_break_lines(path):
     assert rows == lines, (f"{path.name}: graphmend rows {rows}, Dynamo breaks at {lines}\n"
                            f"false positives: {sorted(set(rows) - set(lines))}\n"
                            f"missed breaks: {sorted(set(lines) - set(rows))}")
+
+
+@pytest.mark.parametrize("path", PATHS, ids=fixture_ids())
+def test_registry_ids_are_those_of_the_running_torch(path):
+    """Each finding names the break id the running torch gives it (`--torch-version` of this torch): the ids of
+    a few breaks moved between releases (`time.time()` is GB0007 before 2.15 and GB9193 from it)."""
+    from fixture_support import TORCH_RELEASE, dynamo_report
+
+    report = dynamo_report(path)
+    by_line: dict[int, set[str]] = {}
+    for event in report.events:
+        by_line.setdefault(event.lineno, set()).add(event.gb_id)
+    for finding in _check_json(path):
+        ids = by_line.get(finding["location"]["row"])
+        if finding["code"] in NON_BREAK_RULES or not ids:
+            continue
+        assert finding["graphmend"]["torch_version"] == "{}.{}".format(*TORCH_RELEASE), finding["graphmend"]
+        assert finding["graphmend"]["dynamo_registry_id"] in ids, (
+            f"{path.name}:{finding['location']['row']}: {finding['code']} names "
+            f"{finding['graphmend']['dynamo_registry_id']}, Dynamo took {sorted(ids)}")

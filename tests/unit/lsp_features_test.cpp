@@ -26,6 +26,8 @@ const RuleInfo kRule{.code = "GM201",
 Finding print_finding(std::string_view text) {
   Finding finding;
   finding.rule = &kRule;
+  finding.registry_id = kRule.registry_id;  // as the analyzer sets it
+  finding.torch = {2, 14};
   const auto start = static_cast<uint32_t>(text.find("print"));
   finding.range = {start, static_cast<uint32_t>(text.find(')', start) + 1)};
   finding.message = "`print` breaks the graph";
@@ -82,6 +84,7 @@ TEST_CASE("features: hover shows the explanation, the registry entry and the fix
   CHECK(md.find("**GM201** `print-in-graph`") == 0);
   CHECK(md.find("Printing is a side effect.") != std::string::npos);
   CHECK(md.find("**Dynamo graph break** [GB0059]") != std::string::npos);
+  CHECK(md.find(") on torch 2.14: ") != std::string::npos);
   CHECK(md.find("inside a loop") != std::string::npos);
   CHECK(md.find("**No automatic fix**: no reason at all") != std::string::npos);
   if (!rule_url(kRule).empty()) {
@@ -283,4 +286,24 @@ TEST_CASE("features: rule links join a configured base URL, with or without its 
     CHECK(url.ends_with("/rules/GM201.md"));
     if (url.starts_with("file://")) CHECK(url == "file://" + (docs_dir()->generic_string() + "/rules/GM201.md"));
   }
+}
+
+TEST_CASE("torch versions: parsing, the nearest supported release, a rule's id per release") {
+  using graphmend::parse_torch_version;
+  using graphmend::TorchVersion;
+  CHECK(parse_torch_version("2.15.0+cu132") == TorchVersion{2, 15});
+  CHECK(parse_torch_version("2.14") == TorchVersion{2, 14});
+  CHECK(parse_torch_version("2.16.0.dev20261201") == TorchVersion{2, 16});
+  CHECK_FALSE(parse_torch_version("latest"));
+  CHECK_FALSE(parse_torch_version("2"));
+  CHECK(graphmend::nearest_supported({2, 9}) == TorchVersion{2, 13});
+  CHECK(graphmend::nearest_supported({2, 16}) == TorchVersion{2, 15});
+  const graphmend::RuleInfo* gm603 = graphmend::find_rule("GM603");
+  REQUIRE(gm603 != nullptr);
+  CHECK(graphmend::registry_id_for(*gm603, {2, 14}) == "GB0206");
+  CHECK(graphmend::registry_id_for(*gm603, {2, 15}) == "GB8985");
+  const graphmend::RegistryEntry* time_call = graphmend::find_registry_entry("GB9193");
+  REQUIRE(time_call != nullptr);  // the registry is the union of the supported releases'
+  CHECK(time_call->since == "2.15");
+  CHECK(graphmend::find_registry_entry("GB0007")->since == "2.13");
 }

@@ -162,9 +162,9 @@ TEST_CASE("python discovery: explicit, then the first environment with torch, th
   make_python(dir / "proj" / ".venv", false);
   fs::create_directories(dir / "proj" / "src" / "deep");
   make_python(dir / "ws" / ".venv", false);
+  using graphmend::EnvironmentContext;
   using graphmend::validate::discover_python;
-  using graphmend::validate::DiscoveryContext;
-  const DiscoveryContext none;
+  const EnvironmentContext none;
   auto path = [](const graphmend::validate::PythonChoice& c) { return c.path; };
   CHECK(path(discover_python("/x/python", dir / "proj" / "src" / "m.py", dir / "ws", none)) == "/x/python");
   CHECK(path(discover_python("", dir / "proj" / "src" / "deep" / "m.py", dir / "ws", none)) ==
@@ -177,26 +177,26 @@ TEST_CASE("python discovery: explicit, then the first environment with torch, th
   // venv, before a .venv near the target that lacks torch.
   make_python(dir / "tool-env", true);
   std::ofstream(dir / "tool-env" / "pyvenv.cfg") << "home = /usr/bin\n";
-  DiscoveryContext installed{dir / "tool-env" / "bin" / "graphmend", {}, {}};
+  EnvironmentContext installed{dir / "tool-env" / "bin" / "graphmend", {}, {}};
   auto own = discover_python("", dir / "proj" / "src" / "m.py", dir / "ws", installed);
   CHECK(own.path == (dir / "tool-env" / "bin" / "python").string());
   CHECK(own.source == "the environment graphmend is installed in");
   // A build tree (no pyvenv.cfg beside bin/) is not an environment.
-  DiscoveryContext build_tree{dir / "proj" / "src" / "graphmend", {}, {}};
+  EnvironmentContext build_tree{dir / "proj" / "src" / "graphmend", {}, {}};
   CHECK(path(discover_python("", dir / "proj" / "src" / "m.py", dir / "ws", build_tree)) ==
         (dir / "proj" / ".venv" / "bin" / "python").string());
   // graphmend's own environment without torch (pipx): an activated one with torch wins.
   make_python(dir / "pipx-env", false);
   std::ofstream(dir / "pipx-env" / "pyvenv.cfg") << "home = /usr/bin\n";
   make_python(dir / "active", true);
-  DiscoveryContext pipx{dir / "pipx-env" / "bin" / "graphmend", dir / "active", {}};
+  EnvironmentContext pipx{dir / "pipx-env" / "bin" / "graphmend", dir / "active", {}};
   auto active = discover_python("", dir / "m.py", dir, pipx);
   CHECK(active.path == (dir / "active" / "bin" / "python").string());
   CHECK(active.source == "$VIRTUAL_ENV");
-  DiscoveryContext conda{dir / "pipx-env" / "bin" / "graphmend", {}, dir / "active"};
+  EnvironmentContext conda{dir / "pipx-env" / "bin" / "graphmend", {}, dir / "active"};
   CHECK(discover_python("", dir / "m.py", dir, conda).source == "$CONDA_PREFIX");
   // None has torch: the first candidate, whose probe then names it.
-  DiscoveryContext no_torch{dir / "pipx-env" / "bin" / "graphmend", {}, {}};
+  EnvironmentContext no_torch{dir / "pipx-env" / "bin" / "graphmend", {}, {}};
   CHECK(path(discover_python("", dir / "proj" / "m.py", dir, no_torch)) ==
         (dir / "pipx-env" / "bin" / "python").string());
   CHECK(graphmend::validate::find_validator_dir() / "graphmend_validator" / "__init__.py" ==

@@ -63,7 +63,8 @@ json finding_json(const Finding& f) {
          {"message", f.message},
          {"related", related},
          {"in_loop", f.in_loop},
-         {"no_fix_reason", f.no_fix_reason}};
+         {"no_fix_reason", f.no_fix_reason},
+         {"registry_id", std::string(f.registry_id)}};
   if (f.fix) {
     json edits = json::array();
     for (const auto& e : f.fix->edits) edits.push_back({{"range", range_json(e.range)}, {"text", e.new_text}});
@@ -82,6 +83,9 @@ Finding finding_of(const json& j) {
     f.related.push_back({range_of(r.at("range")), r.at("message").get<std::string>()});
   f.in_loop = j.at("in_loop").get<bool>();
   f.no_fix_reason = j.at("no_fix_reason").get<std::string>();
+  // A view into the registry table (the cached text does not outlive this function).
+  if (const RegistryEntry* entry = find_registry_entry(j.value("registry_id", std::string())))
+    f.registry_id = entry->id;
   if (j.contains("fix")) {
     const json& x = j.at("fix");
     Fix fix{x.at("title").get<std::string>(), static_cast<Applicability>(x.at("applicability").get<int>()), {}};

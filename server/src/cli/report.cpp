@@ -99,7 +99,7 @@ json finding_to_ruff_json(const FileReport& file, const LineIndex& lines, const 
   }
   std::error_code ec;
   auto abs = std::filesystem::absolute(file.path, ec);
-  const RegistryEntry* entry = find_registry_entry(f.rule->registry_id);
+  const RegistryEntry* entry = find_registry_entry(f.registry_id);
   const std::string url = rule_url(*f.rule, file.docs_url);  // none: null, as for a syntax error
   json related = json::array();
   for (const auto& r : f.related) {
@@ -118,9 +118,10 @@ json finding_to_ruff_json(const FileReport& file, const LineIndex& lines, const 
           {"noqa_row", location_of(file, lines, f.range.start).row},
           {"graphmend",
            {{"rule", std::string(f.rule->name)},
-            {"dynamo_registry_id", std::string(f.rule->registry_id)},
+            {"dynamo_registry_id", std::string(f.registry_id)},
             {"dynamo_gb_type", entry ? std::string(entry->gb_type) : std::string()},
-            {"dynamo_url", f.rule->registry_id.empty() ? json(nullptr) : json(registry_url(f.rule->registry_id))},
+            {"dynamo_url", f.registry_id.empty() ? json(nullptr) : json(registry_url(f.registry_id))},
+            {"torch_version", f.torch.str()},
             {"in_loop", f.in_loop},
             {"no_fix_reason", f.fix ? json(nullptr) : json(f.no_fix_reason)},
             {"related", related}}}};

@@ -74,10 +74,11 @@ json to_diagnostic(const Finding& finding, const LineIndex& lines, PositionEncod
       diagnostic["codeDescription"] = {{"href", href}};
     }
     data["rule"] = finding.rule->name;
-    if (!finding.rule->registry_id.empty()) {
-      data["registryId"] = finding.rule->registry_id;
-      data["registryUrl"] = registry_url(finding.rule->registry_id);
-      if (const RegistryEntry* entry = find_registry_entry(finding.rule->registry_id)) {
+    if (!finding.registry_id.empty()) {
+      data["registryId"] = finding.registry_id;
+      data["registryUrl"] = registry_url(finding.registry_id);
+      data["torchVersion"] = finding.torch.str();
+      if (const RegistryEntry* entry = find_registry_entry(finding.registry_id)) {
         data["gbType"] = entry->gb_type;
       }
     }
@@ -160,9 +161,10 @@ std::string hover_markdown(const Finding& finding, std::string_view text, const 
   if (rule != nullptr && !rule->explanation.empty()) {
     md += "\n" + std::string(rule->explanation) + "\n";
   }
-  if (rule != nullptr && !rule->registry_id.empty()) {
-    md += "\n**Dynamo graph break** [" + std::string(rule->registry_id) + "](" + registry_url(rule->registry_id) + ")";
-    if (const RegistryEntry* entry = find_registry_entry(rule->registry_id)) {
+  if (rule != nullptr && !finding.registry_id.empty()) {
+    md += "\n**Dynamo graph break** [" + std::string(finding.registry_id) + "](" + registry_url(finding.registry_id) +
+          ") on torch " + finding.torch.str();
+    if (const RegistryEntry* entry = find_registry_entry(finding.registry_id)) {
       md += ": " + std::string(entry->gb_type) + "\n";
       if (!entry->explanation.empty()) md += "\n" + std::string(entry->explanation) + "\n";
       if (!entry->hints.empty()) {

@@ -189,6 +189,7 @@ std::vector<std::string> Session::validation_factories(const OpenDocument& docum
 
 void Session::configuration_changed() {
   configs_.clear();
+  torch_.clear();
   for (const auto& [uri, document] : scheduler_->documents()) scheduler_->invalidate(*document);
   if (client.pull_mode && client.refresh_support) {
     send_request("workspace/diagnostic/refresh", nullptr, [](const Message&) {});
@@ -206,6 +207,10 @@ Config Session::config_for(const OpenDocument& document) {
     }
   }
   config = apply_settings(std::move(config), settings);
+  if (document.path != document.uri) {
+    std::error_code ec;
+    apply_detected_torch(config, torch_.near(std::filesystem::absolute(document.path, ec).parent_path()));
+  }
   config.traced_from_workspace = traced_functions(document.uri);
   return config;
 }

@@ -167,6 +167,7 @@ class Session {
   uint64_t next_outgoing_id_ = 0;
   DiscoveredConfig discovered(const OpenDocument& document);
   ConfigCache configs_;
+  TorchDetector torch_;  // the torch installed near each document's folder
   // Target uri -> source uri -> functions of the target that traced code in the source calls (they are
   // traced too: Config::traced_from_workspace).
   std::map<std::string, std::map<std::string, std::set<std::string>>> traced_into_;

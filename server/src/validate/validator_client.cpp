@@ -36,25 +36,6 @@ fs::path executable_path() {
   return ec ? fs::path{} : path;
 }
 
-bool is_executable(const fs::path& path) {
-  std::error_code ec;
-  return fs::is_regular_file(path, ec) && ::access(path.c_str(), X_OK) == 0;
-}
-
-std::optional<fs::path> venv_python_above(fs::path dir) {
-  std::error_code ec;
-  dir = fs::absolute(dir, ec);
-  while (!dir.empty()) {
-    for (const char* venv : {".venv", "venv"}) {
-      const fs::path candidate = dir / venv / "bin" / "python";
-      if (is_executable(candidate)) return candidate;
-    }
-    if (dir == dir.parent_path()) break;
-    dir = dir.parent_path();
-  }
-  return std::nullopt;
-}
-
 std::string errno_text(int err) { return std::string(std::strerror(err)); }
 
 // Environment of the child: ours, PYTHONPATH led by the validator's folder, unbuffered output.
@@ -104,68 +85,12 @@ fs::path find_validator_dir() {
   return {};
 }
 
-namespace {
-
-// An environment's interpreter, when it has one: <prefix>/bin/python.
-std::optional<fs::path> prefix_python(const fs::path& prefix) {
-  if (prefix.empty()) return std::nullopt;
-  for (const char* name : {"python", "python3"}) {
-    if (is_executable(prefix / "bin" / name)) return prefix / "bin" / name;
-  }
-  return std::nullopt;
-}
-
-// Whether <prefix>/lib/python3.*/site-packages holds torch: a file check, so discovery starts no process.
-bool has_torch(const fs::path& python) {
-  std::error_code ec;
-  const fs::path lib = python.parent_path().parent_path() / "lib";
-  for (fs::directory_iterator it(lib, ec), end; !ec && it != end; it.increment(ec)) {
-    if (!it->path().filename().string().starts_with("python")) continue;
-    if (fs::is_regular_file(it->path() / "site-packages" / "torch" / "__init__.py", ec)) return true;
-  }
-  return false;
-}
-
-}  // namespace
-
 PythonChoice discover_python(const std::string& explicit_python, const fs::path& target_file, const fs::path& workspace,
-                             const DiscoveryContext& context) {
+                             const EnvironmentContext& context) {
   if (!explicit_python.empty()) return {explicit_python, "given with --python"};
-  std::vector<PythonChoice> candidates;
-  // The environment graphmend is installed in (a venv or conda env holding bin/graphmend): pre-commit, an
-  // editor or a script run <env>/bin/graphmend without activating it.
-  if (!context.executable.empty()) {
-    const fs::path prefix = context.executable.parent_path().parent_path();
-    std::error_code ec;
-    if (fs::exists(prefix / "pyvenv.cfg", ec) || fs::is_directory(prefix / "conda-meta", ec)) {
-      if (auto python = prefix_python(prefix))
-        candidates.push_back({python->string(), "the environment graphmend is installed in"});
-    }
-  }
-  if (auto python = prefix_python(context.virtual_env)) candidates.push_back({python->string(), "$VIRTUAL_ENV"});
-  if (auto python = prefix_python(context.conda_prefix)) candidates.push_back({python->string(), "$CONDA_PREFIX"});
-  if (!target_file.empty()) {
-    if (auto found = venv_python_above(target_file.parent_path()))
-      candidates.push_back({found->string(), "a .venv above the target"});
-  }
-  if (!workspace.empty()) {
-    if (auto found = venv_python_above(workspace))
-      candidates.push_back({found->string(), "a .venv above the current folder"});
-  }
-  // The first that has torch installed; when none has, the first, whose probe then says torch is missing.
-  for (const PythonChoice& c : candidates) {
-    if (has_torch(c.path)) return c;
-  }
-  if (!candidates.empty()) return candidates.front();
+  const fs::path near = target_file.empty() ? fs::path{} : target_file.parent_path();
+  if (auto env = preferred_environment(near, workspace, context)) return {env->python.string(), env->source};
   return {"python3", "python3 on PATH"};
-}
-
-DiscoveryContext DiscoveryContext::current() {
-  DiscoveryContext context;
-  context.executable = executable_path();
-  if (const char* v = std::getenv("VIRTUAL_ENV"); v != nullptr) context.virtual_env = v;
-  if (const char* v = std::getenv("CONDA_PREFIX"); v != nullptr) context.conda_prefix = v;
-  return context;
 }
 
 ValidatorClient::~ValidatorClient() { stop(); }

@@ -21,6 +21,7 @@
 #include <thread>
 #include <vector>
 
+#include "graphmend/analysis/torch_version.h"
 #include "graphmend/protocol/framing.h"
 
 namespace graphmend::validate {
@@ -58,24 +59,17 @@ using ProgressCallback = std::function<void(const Progress&)>;
 // built from. Empty when none holds graphmend_validator/__init__.py.
 std::filesystem::path find_validator_dir();
 
-// Where discovery looks besides the target: graphmend's own executable and the activated environments.
-struct DiscoveryContext {
-  std::filesystem::path executable;    // /proc/self/exe
-  std::filesystem::path virtual_env;   // $VIRTUAL_ENV
-  std::filesystem::path conda_prefix;  // $CONDA_PREFIX
-  static DiscoveryContext current();
-};
 struct PythonChoice {
   std::string path;
   std::string source;  // why this one: "the environment graphmend is installed in", "$VIRTUAL_ENV", ...
 };
-// The interpreter to run: `explicit_python` when given; otherwise, of the environment graphmend is
-// installed in (bin/graphmend beside a pyvenv.cfg or conda-meta), $VIRTUAL_ENV, $CONDA_PREFIX, a .venv or
-// venv (bin/python) in the target's folder or above, one in `workspace` or above, the first with torch in
-// its site-packages, else the first of them; `python3` on PATH when there is none.
+// The interpreter to run: `explicit_python` when given; otherwise preferred_environment() (torch_version.h)
+// near the target and the workspace: of graphmend's own environment, $VIRTUAL_ENV, $CONDA_PREFIX and a
+// .venv above the target or the workspace, the first with torch in its site-packages, else the first of
+// them; `python3` on PATH when there is none.
 PythonChoice discover_python(const std::string& explicit_python, const std::filesystem::path& target_file,
                              const std::filesystem::path& workspace,
-                             const DiscoveryContext& context = DiscoveryContext::current());
+                             const EnvironmentContext& context = EnvironmentContext::current());
 
 class ValidatorClient {
  public:

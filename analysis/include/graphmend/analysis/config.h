@@ -14,6 +14,8 @@
 #include <utility>
 #include <vector>
 
+#include "graphmend/analysis/torch_version.h"
+
 namespace graphmend {
 
 enum class Scope {
@@ -33,6 +35,10 @@ struct Config {
   // are typed by what flows in (semantic.h, kWorkspaceArgumentsPrefix).
   std::vector<std::string> traced_from_workspace;
   std::vector<std::string> validate_targets;  // "path.py::factory"
+  // The torch whose facts apply (torch_version.h) and why: `torch-version`, --torch-version, the torch
+  // found installed (resolve_torch()), or the newest supported.
+  TorchVersion torch{};
+  std::string torch_source = "the newest supported (no torch found)";
   std::string docs_url;  // `docs-url`: base URL of the rule pages, a rule's link is <docs_url>/GMxxx.md
   std::optional<std::filesystem::path> source;  // the pyproject.toml it came from
   // File selection (ruff's keys of the same names); patterns are relative to the config's folder.
@@ -76,6 +82,9 @@ std::span<const ConfigKey> config_keys();
 Config load_pyproject(const std::filesystem::path& pyproject);
 // Nearest pyproject.toml with a [tool.graphmend] table, walking up from `start` (a file or folder).
 std::optional<std::filesystem::path> find_pyproject(const std::filesystem::path& start);
+
+// The torch found installed near the checked file applies unless `torch-version` names one.
+void apply_detected_torch(Config& config, const std::optional<DetectedTorch>& detected);
 
 struct ConfigError : std::runtime_error {
   using std::runtime_error::runtime_error;

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "graphmend/analysis/text.h"
+#include "graphmend/analysis/torch_version.h"
 
 namespace graphmend {
 
@@ -18,6 +19,7 @@ struct RegistryEntry {
   std::string_view context;
   std::string_view explanation;
   std::vector<std::string_view> hints;
+  std::string_view since;  // the first supported torch release whose registry has the id ("2.13")
 };
 const RegistryEntry* find_registry_entry(std::string_view id);
 std::string registry_url(std::string_view id);  // Dynamo's page for the id
@@ -30,6 +32,8 @@ struct RuleInfo {
   std::string_view summary;      // one line
   std::string_view explanation;  // why Dynamo breaks here (Markdown)
   std::string_view registry_id;  // Dynamo graph-break id it predicts, e.g. "GB0170"
+  // Where a later torch reports the break under another id: "2.15=GB9193" (space-separated, oldest first).
+  std::string_view registry_id_since{};
   std::string_view fix_summary;  // what the fix does, or why there is none
   std::string_view example_bad;
   std::string_view example_good;
@@ -40,6 +44,9 @@ struct RuleInfo {
   // where torch.compile breaks the graph; findings in a file that calls torch.export.export say so.
   bool export_fails = false;
 };
+// The id Dynamo gives the rule's break on `torch` (registry_id, or the newest registry_id_since entry
+// that applies).
+std::string_view registry_id_for(const RuleInfo& rule, TorchVersion torch);
 const std::vector<const RuleInfo*>& all_rules();
 const RuleInfo* find_rule(std::string_view code);
 // The link to a rule's page (docs/check.md, "Rule links"), first that applies: `docs_url` (pyproject
@@ -81,6 +88,8 @@ struct Problem {
 
 struct Finding {
   const RuleInfo* rule = nullptr;
+  std::string_view registry_id;  // registry_id_for(*rule, torch); empty for a rule with none
+  TorchVersion torch{};          // the release whose facts applied (Config::torch)
   ByteRange range;
   std::string message;
   // The compiled entry that reaches this code, the loop that makes Dynamo skip the frame, ...
