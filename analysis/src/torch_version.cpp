@@ -14,6 +14,7 @@ namespace fs = std::filesystem;
 namespace {
 
 constexpr std::array<TorchVersion, 3> kSupported{{{2, 13}, {2, 14}, {2, 15}}};
+constexpr std::string_view kOwnEnvironment = "the environment graphmend is installed in";
 
 bool is_executable(const fs::path& path) {
   std::error_code ec;
@@ -104,7 +105,7 @@ std::vector<PythonEnvironment> python_environments(const fs::path& near, const f
     const fs::path prefix = context.executable.parent_path().parent_path();
     std::error_code ec;
     if (fs::exists(prefix / "pyvenv.cfg", ec) || fs::is_directory(prefix / "conda-meta", ec)) {
-      if (auto python = prefix_python(prefix)) add(*python, "the environment graphmend is installed in");
+      if (auto python = prefix_python(prefix)) add(*python, std::string(kOwnEnvironment));
     }
   }
   if (auto python = prefix_python(context.virtual_env)) add(*python, "$VIRTUAL_ENV");
@@ -121,16 +122,21 @@ std::vector<PythonEnvironment> python_environments(const fs::path& near, const f
 std::optional<PythonEnvironment> preferred_environment(const fs::path& near, const fs::path& workspace,
                                                        const EnvironmentContext& context) {
   std::vector<PythonEnvironment> all = python_environments(near, workspace, context);
-  for (PythonEnvironment& e : all) {
-    if (e.torch_version) return std::move(e);
-  }
   if (all.empty()) return std::nullopt;
+  // graphmend's own environment without torch (an isolated tool install, pipx) is not the project's.
+  if (all.size() > 1 && all.front().source == kOwnEnvironment && !all.front().torch_version) return std::move(all[1]);
   return std::move(all.front());
 }
 
 std::optional<DetectedTorch> detect_torch(const fs::path& near, const EnvironmentContext& context) {
-  auto env = preferred_environment(near, {}, context);
-  if (!env || !env->torch_version) return std::nullopt;
+  std::optional<PythonEnvironment> env;
+  for (PythonEnvironment& e : python_environments(near, {}, context)) {
+    if (e.torch_version) {
+      env = std::move(e);
+      break;
+    }
+  }
+  if (!env) return std::nullopt;
   auto v = parse_torch_version(*env->torch_version);
   if (!v) return std::nullopt;
   return DetectedTorch{nearest_supported(*v),

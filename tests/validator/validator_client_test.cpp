@@ -148,7 +148,7 @@ TEST_CASE("an interpreter without torch, and one that does not exist") {
   fs::remove_all(dir);
 }
 
-TEST_CASE("python discovery: explicit, then the first environment with torch, then python3") {
+TEST_CASE("python discovery: explicit, then graphmend's own environment, the activated ones, a .venv, python3") {
   const fs::path dir = temp_folder("discover");
   auto make_python = [](const fs::path& prefix, bool torch) {
     fs::create_directories(prefix / "bin");
@@ -195,10 +195,12 @@ TEST_CASE("python discovery: explicit, then the first environment with torch, th
   CHECK(active.source == "$VIRTUAL_ENV");
   EnvironmentContext conda{dir / "pipx-env" / "bin" / "graphmend", {}, dir / "active"};
   CHECK(discover_python("", dir / "m.py", dir, conda).source == "$CONDA_PREFIX");
-  // None has torch: the first candidate, whose probe then names it.
+  // The project's .venv comes before another one with torch: its probe then says torch is missing there.
   EnvironmentContext no_torch{dir / "pipx-env" / "bin" / "graphmend", {}, {}};
-  CHECK(path(discover_python("", dir / "proj" / "m.py", dir, no_torch)) ==
-        (dir / "pipx-env" / "bin" / "python").string());
+  CHECK(path(discover_python("", dir / "proj" / "m.py", dir / "tool-env", no_torch)) ==
+        (dir / "proj" / ".venv" / "bin" / "python").string());
+  // graphmend's own torchless environment alone: still that one.
+  CHECK(path(discover_python("", dir / "m.py", dir, no_torch)) == (dir / "pipx-env" / "bin" / "python").string());
   CHECK(graphmend::validate::find_validator_dir() / "graphmend_validator" / "__init__.py" ==
         kRoot / "gpu-validator" / "graphmend_validator" / "__init__.py");
   fs::remove_all(dir);

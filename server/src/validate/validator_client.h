@@ -64,9 +64,9 @@ struct PythonChoice {
   std::string source;  // why this one: "the environment graphmend is installed in", "$VIRTUAL_ENV", ...
 };
 // The interpreter to run: `explicit_python` when given; otherwise preferred_environment() (torch_version.h)
-// near the target and the workspace: of graphmend's own environment, $VIRTUAL_ENV, $CONDA_PREFIX and a
-// .venv above the target or the workspace, the first with torch in its site-packages, else the first of
-// them; `python3` on PATH when there is none.
+// near the target and the workspace: the first of graphmend's own environment (unless it has no torch),
+// $VIRTUAL_ENV, $CONDA_PREFIX and a .venv above the target or the workspace; `python3` on PATH when there
+// is none.
 PythonChoice discover_python(const std::string& explicit_python, const std::filesystem::path& target_file,
                              const std::filesystem::path& workspace,
                              const EnvironmentContext& context = EnvironmentContext::current());

@@ -37,8 +37,8 @@ struct EnvironmentContext {
   static EnvironmentContext current();
 };
 struct PythonEnvironment {
-  std::filesystem::path python;  // <prefix>/bin/python
-  std::string source;            // why: "the environment graphmend is installed in", "$VIRTUAL_ENV", ...
+  std::filesystem::path python;              // <prefix>/bin/python
+  std::string source;                        // why: "the environment graphmend is installed in", "$VIRTUAL_ENV", ...
   std::optional<std::string> torch_version;  // site-packages/torch/version.py's __version__, when installed
 };
 // The candidate interpreters, in order: the environment graphmend is installed in (bin/graphmend beside a
@@ -47,13 +47,14 @@ struct PythonEnvironment {
 std::vector<PythonEnvironment> python_environments(const std::filesystem::path& near,
                                                    const std::filesystem::path& workspace,
                                                    const EnvironmentContext& context);
-// The first candidate with torch installed; else the first candidate; nullopt when there is none.
+// The first candidate, passing over graphmend's own environment when it has no torch (an isolated tool
+// install) and another candidate exists; nullopt when there is none.
 std::optional<PythonEnvironment> preferred_environment(const std::filesystem::path& near,
                                                        const std::filesystem::path& workspace,
                                                        const EnvironmentContext& context);
 
-// The torch installed in preferred_environment(near): its version (the nearest supported) and where it was
-// found ("torch 2.15.0+cu132 in /p/.venv/bin/python (a .venv above the target)"); nullopt when none is.
+// The torch installed in the first candidate near `near` that has one: its version (the nearest supported) and where it
+// was found ("torch 2.15.0+cu132 in /p/.venv/bin/python (a .venv above the target)"); nullopt when none is.
 struct DetectedTorch {
   TorchVersion version;
   std::string source;
