@@ -19,8 +19,10 @@ const RuleInfo kInfo{
     .explanation =
         "Dynamo refuses to wrap an `nn.LSTM`, `nn.GRU` or `nn.RNN` module (Attempted to wrap RNN, GRU, or "
         "LSTM): the first time compiled code touches one (calling it, `.flatten_parameters()`, reading "
-        "`.hidden_size`) the graph breaks, and Dynamo runs the rest of that function eagerly. The cells "
-        "(`nn.LSTMCell`, `nn.GRUCell`, `nn.RNNCell`) are traced. Checked on torch 2.13. Setting "
+        "`.hidden_size`) the graph breaks, and Dynamo runs the rest of that function eagerly. From torch 2.15 "
+        "each call breaks (Unsupported function call (delayed), GB0148), and each method call and use of an "
+        "attribute (Unsupported python_type() call, GB4841), with Dynamo resuming after each. The cells "
+        "(`nn.LSTMCell`, `nn.GRUCell`, `nn.RNNCell`) are traced. Checked on torch 2.13, 2.14 and 2.15. Setting "
         "`torch._dynamo.config.allow_rnn = True` before compiling turns on Dynamo's experimental support "
         "for these modules: a setup choice, not a change to the model code.",
     .registry_id = "GB0014",
@@ -190,8 +192,11 @@ void check(RuleContext& ctx, const Visit& v) {
   if (module_facts(ctx) == "-") return;
   TSNode parent = v.ancestor(0);
   const std::string cls = rnn_reference(ctx, v.node, parent, v.function);
-  // Dynamo runs the rest of the function eagerly once wrapping an RNN module failed there.
-  if (cls.empty() || !first_site_in_function(v.function, v.node, [&](TSNode n) {
+  if (cls.empty()) return;
+  // Before 2.15 Dynamo runs the rest of the function eagerly once wrapping an RNN module failed there; from
+  // 2.15 it resumes after each use.
+  const bool delayed = ctx.torch >= TorchVersion{2, 15};
+  if (!delayed && !first_site_in_function(v.function, v.node, [&](TSNode n) {
         return (is_type(n, "attribute") || is_type(n, "call")) &&
                !rnn_reference(ctx, n, ts_node_parent(n), v.function).empty();
       }))
@@ -200,12 +205,25 @@ void check(RuleContext& ctx, const Visit& v) {
   const bool callee = is_type(parent, "call") && ts_node_eq(field(parent, "function"), v.node);
   TSNode site = callee ? parent : v.node;
   const std::string what = is_type(v.node, "call") ? ctx.text(field(v.node, "function")) : ctx.text(v.node);
+  const bool called = callee || is_type(v.node, "call");
+  if (!delayed) {
+    ctx.report(kInfo, node_range(site),
+               "`" + what + "` is an nn." + cls +
+                   " module, which Dynamo does not wrap (Attempted to wrap RNN, GRU, or LSTM): the graph breaks "
+                   "here and the rest of this function runs eagerly. torch._dynamo.config.allow_rnn = True opts in "
+                   "to experimental support.",
+               v);
+    return;
+  }
+  // From 2.15 the module is a delayed unsupported value: calling it breaks (GB0148), and so do its methods
+  // and a use of its attributes (GB4841; reported at the read, the use is usually the same expression).
   ctx.report(kInfo, node_range(site),
-             "`" + what + "` is an nn." + cls +
-                 " module, which Dynamo does not wrap (Attempted to wrap RNN, GRU, or LSTM): the graph breaks "
-                 "here and the rest of this function runs eagerly. torch._dynamo.config.allow_rnn = True opts in "
-                 "to experimental support.",
-             v);
+             "`" + what + "` is an nn." + cls + " module, which Dynamo does not trace: " +
+                 (called ? "calling it breaks the graph here (Unsupported function call (delayed))."
+                         : "its methods and attributes are unsupported values (Unsupported python_type() call): "
+                           "the graph breaks here, or where the value read here is used.") +
+                 " torch._dynamo.config.allow_rnn = True opts in to experimental support.",
+             v, called ? "GB0148" : "GB4841");
 }
 
 }  // namespace

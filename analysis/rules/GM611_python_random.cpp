@@ -1,8 +1,4 @@
 // GM611: functions of Python's `random` module inside traced code.
-#include <algorithm>
-#include <array>
-#include <string_view>
-
 #include "rule.h"
 
 namespace graphmend {
@@ -14,36 +10,26 @@ const RuleInfo kInfo{
     .family = "unsupported Python",
     .summary = "Python `random.*` call inside compiled code",
     .explanation =
-        "Dynamo replays only `random.randint`, `random.randrange` and `random.uniform` (with constant "
-        "arguments) as graph inputs. Every other function of Python's `random` module (`random.random`, "
-        "`choice`, `choices`, `shuffle`, `sample`, `gauss`, `seed`, ...) is a function it marks as skipped: "
-        "calling one breaks the graph (Attempted to call function marked as skipped). Checked on torch 2.13.",
+        "Dynamo replays `random.randint`, `random.randrange` and `random.uniform` (from torch 2.14 also "
+        "`random.random`) as graph inputs drawn at run time, and from 2.14 traces `shuffle`, `sample` and "
+        "`seed`. Every other function of Python's `random` module (`choice`, `choices`, `gauss`, `getstate`, "
+        "..., and before 2.14 `random`, `shuffle`, `sample`, `seed`) is a function it marks as skipped: "
+        "calling one breaks the graph (Attempted to call function marked as skipped). Checked on torch 2.13, "
+        "2.14 and 2.15. A drawn value used as a Python number breaks later: GM614.",
     .registry_id = "GB0007",
     .fix_summary =
         "No automatic fix: drawing from torch's generator instead (`torch.rand`, `torch.randint`, "
         "`torch.randperm`) changes the random stream; draw the Python value outside the compiled region "
         "and pass it in, or use `random.uniform`/`random.randint`, which Dynamo traces.",
-    .example_bad = "if random.random() < self.drop_prob:\n    return x",
-    .example_good = "if random.uniform(0, 1) < self.drop_prob:  # traced: a graph input\n    return x",
+    .example_bad = "scale = random.choice(self.scales)",
+    .example_good = "scale = random.choice(scales)  # in the eager caller\ny = compiled_model(x, scale)",
     .fixable = false,
 };
 
-// The functions of the `random` module that Dynamo 2.13 does not trace (each checked). randint,
-// randrange and uniform are traced (a graph input drawn at run time) and are left out.
-constexpr std::array<std::string_view, 20> kSkipped{
-    "random",       "choice",        "choices",        "shuffle",        "sample",
-    "gauss",        "normalvariate", "lognormvariate", "expovariate",    "vonmisesvariate",
-    "gammavariate", "betavariate",   "paretovariate",  "weibullvariate", "triangular",
-    "getrandbits",  "randbytes",     "seed",           "getstate",       "setstate",
-};
-
 void check(RuleContext& ctx, const Visit& v) {
+  // `def f(random): random.choice(...)` is not the module (random_call checks).
+  if (random_call(ctx, v.node, v.function) != RandomCall::Skipped) return;
   const std::string q = callee_qualified(ctx, v.node);
-  if (!q.starts_with("random.")) return;
-  const std::string_view function = std::string_view(q).substr(std::string_view("random.").size());
-  if (std::find(kSkipped.begin(), kSkipped.end(), function) == kSkipped.end()) return;
-  // `def f(random): random.choice(...)`: not the module.
-  if (callee_shadowed(ctx, v.node, v.function)) return;
   const std::string written = ctx.text(field(v.node, "function"));
   ctx.report(kInfo, node_range(v.node),
              "`" + written + "`" + (written == q ? "" : " (`" + q + "`)") +

@@ -23,7 +23,8 @@ const RuleInfo kInfo{
         "graph breaks at the call (failed to bind arguments when attempting to inline), before the fallback "
         "runs. When `f` accepts the keyword there is no break. After a break inside a try block Dynamo runs "
         "the rest of the function eagerly, so only the first such call of a function is reported. graphmend "
-        "reports calls of functions of the same file, whose parameters it reads. Checked on torch 2.13.",
+        "reports calls of functions of the same file, whose parameters it reads. Checked on torch 2.13; from "
+        "torch 2.14 Dynamo raises the TypeError inside the trace and runs the handler: no break, no finding.",
     .registry_id = "GB7312",
     .fix_summary =
         "No automatic fix: which signature is meant is a choice; call `f` with the arguments it takes "
@@ -201,6 +202,8 @@ std::string site_message(const RuleContext& ctx, TSNode call, const FunctionInfo
 }
 
 void check(RuleContext& ctx, const Visit& v) {
+  // From torch 2.14 Dynamo raises the binding's TypeError inside the trace and follows the handler.
+  if (ctx.torch >= TorchVersion{2, 14}) return;
   std::string message = site_message(ctx, v.node, v.function);
   if (message.empty()) return;
   // A break inside a try block makes Dynamo run the rest of the function eagerly: only the first site that

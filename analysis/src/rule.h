@@ -92,6 +92,15 @@ bool bound_in_function(const FunctionInfo& fn, std::string_view name);
 // function around it, or the callee starts with something other than a name: then what
 // callee_qualified() says of it does not hold.
 bool callee_shadowed(const RuleContext& ctx, TSNode call, const FunctionInfo& fn);
+// How Dynamo of the release in use takes a call of Python's `random` module (measured on 2.13, 2.14, 2.15).
+enum class RandomCall {
+  None,     // not a function of the module (or the name is shadowed)
+  Skipped,  // a function Dynamo marks as skipped: the call breaks (GB0007)
+  Draw,     // traced as a graph input drawn at run time (randint, randrange, uniform; random from 2.14): no
+            // break at the call, but the value is data-dependent (GM614)
+  Traced,   // traced with no such value (shuffle, sample, seed from 2.14)
+};
+RandomCall random_call(const RuleContext& ctx, TSNode call, const FunctionInfo& fn);
 // Whether `a` and `b` (`a` before `b`, in one function) lie in branches of which at most one runs: the
 // arms of an if/elif/else (unless `a` is in an elif's test), of a conditional expression, two except
 // clauses, an except clause and the else of a try, two cases of a match.

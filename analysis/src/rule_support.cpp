@@ -176,6 +176,25 @@ bool callee_shadowed(const RuleContext& ctx, TSNode call, const FunctionInfo& fn
   return !is_type(callee, "identifier") || bound_in_function(fn, ctx.text(callee));
 }
 
+RandomCall random_call(const RuleContext& ctx, TSNode call, const FunctionInfo& fn) {
+  const std::string q = callee_qualified(ctx, call);
+  if (!q.starts_with("random.") || callee_shadowed(ctx, call, fn)) return RandomCall::None;
+  const std::string_view function = std::string_view(q).substr(std::string_view("random.").size());
+  const bool from_2_14 = ctx.torch >= TorchVersion{2, 14};
+  if (function == "randint" || function == "randrange" || function == "uniform" || (from_2_14 && function == "random"))
+    return RandomCall::Draw;
+  if (from_2_14 && (function == "shuffle" || function == "sample" || function == "seed")) return RandomCall::Traced;
+  // Each checked: the module's other functions are skipped.
+  static constexpr std::array<std::string_view, 20> kSkipped{
+      "random",       "choice",        "choices",        "shuffle",        "sample",
+      "gauss",        "normalvariate", "lognormvariate", "expovariate",    "vonmisesvariate",
+      "gammavariate", "betavariate",   "paretovariate",  "weibullvariate", "triangular",
+      "getrandbits",  "randbytes",     "seed",           "getstate",       "setstate",
+  };
+  return std::find(kSkipped.begin(), kSkipped.end(), function) != kSkipped.end() ? RandomCall::Skipped
+                                                                                 : RandomCall::None;
+}
+
 bool exclusive_branches(TSNode a, TSNode b) {
   std::vector<TSNode> chain;  // a and its ancestors
   for (TSNode n = a; !ts_node_is_null(n); n = ts_node_parent(n)) {

@@ -91,8 +91,9 @@ def test_check_rows_equal_dynamo_break_lines(path):
                            f"missed breaks: {sorted(set(lines) - set(rows))}")
 
 
-# The rules whose findings name the id of the release (docs/torch-versions.md).
-VERSIONED_IDS = {"GM602", "GM603"}
+# The rules whose findings name the id of the release (docs/torch-versions.md), or one id per kind of site
+# (GM614: the branch, the arithmetic, the conversion...): it must be Dynamo's at the line.
+VERSIONED_IDS = {"GM602", "GM603", "GM609", "GM614", "GM615"}
 
 
 @pytest.mark.parametrize("path", PATHS, ids=fixture_ids())
