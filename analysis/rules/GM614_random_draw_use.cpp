@@ -131,7 +131,8 @@ void check_call(RuleContext& ctx, const Visit& v) {
   if (!conversion && name != "range") return;
   TSNode args = field(v.node, "arguments");
   bool drawn = false;
-  for (TSNode arg : named_children(args)) drawn = drawn || (!is_type(arg, "keyword_argument") && is_draw(ctx, arg, v.function));
+  for (TSNode arg : named_children(args))
+    drawn = drawn || (!is_type(arg, "keyword_argument") && is_draw(ctx, arg, v.function));
   if (!drawn || (conversion && argument_count(v.node) == 0)) return;
   if (conversion) {
     ctx.report(kInfo, node_range(v.node),
@@ -173,11 +174,10 @@ void check(RuleContext& ctx, const Visit& v) {
 }  // namespace
 
 const Rule& rule_GM614() {
-  static const Rule rule{
-      &kInfo,
-      {"if_statement", "elif_clause", "while_statement", "conditional_expression", "binary_operator",
-       "unary_operator", "call", "subscript"},
-      check};
+  static const Rule rule{&kInfo,
+                         {"if_statement", "elif_clause", "while_statement", "conditional_expression", "binary_operator",
+                          "unary_operator", "call", "subscript"},
+                         check};
   return rule;
 }
 

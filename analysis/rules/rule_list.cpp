@@ -41,6 +41,7 @@ const Rule& rule_GM612();
 const Rule& rule_GM613();
 const Rule& rule_GM614();
 const Rule& rule_GM615();
+const Rule& rule_GM616();
 
 const std::vector<const Rule*>& registered_rules() {
   static const std::vector<const Rule*> rules{
@@ -50,7 +51,7 @@ const std::vector<const Rule*>& registered_rules() {
       &rule_GM404(), &rule_GM405(), &rule_GM406(), &rule_GM501(), &rule_GM502(), &rule_GM503(), &rule_GM504(),
       &rule_GM505(), &rule_GM601(), &rule_GM602(), &rule_GM603(), &rule_GM604(), &rule_GM605(), &rule_GM606(),
       &rule_GM607(), &rule_GM608(), &rule_GM609(), &rule_GM610(), &rule_GM611(), &rule_GM612(), &rule_GM613(),
-      &rule_GM614(), &rule_GM615(),
+      &rule_GM614(), &rule_GM615(), &rule_GM616(),
   };
   return rules;
 }

@@ -315,6 +315,7 @@ EXPECTED_GB_IDS = {
     "GM612": {"GB0277", "GB0015", "GB0007", "GB0374"},
     "GM613": {"GB7312"},
     # branch, arithmetic, float()/int(), range() (GB4841 before 2.14), indexing a tensor
+    "GM616": {"GB2736"},
     "GM615": {"GB5976", "GB9118"} if TORCH_RELEASE >= (2, 15) else {"GB5976"},  # comparison; truth (2.15)
     "GM614": {"GB0170", "GB0213", "GB0178", "GB0124" if TORCH_RELEASE >= (2, 14) else "GB4841", "GB0033"},
 }

@@ -367,12 +367,13 @@ TEST_CASE("an edit that changes what other functions see is analysed afresh") {
 }
 
 TEST_CASE("findings that read other functions or the module's bindings are the same after incremental edits") {
-  // GM606 (decorator aliases), GM609 (module-level RNN modules, class attributes) and GM613 (the callee's
-  // parameters) read beyond the function they report in: a statement inserted on each line of each
-  // function body, then removed again, must leave the whole-file findings.
+  // GM606 (decorator aliases), GM609 (module-level RNN modules, class attributes), GM613 (the callee's
+  // parameters) and GM616 (classes and their metaclasses) read beyond the function they report in: a statement inserted
+  // on each line of each function body, then removed again, must leave the whole-file findings.
   Stats stats;
   const fs::path fixtures = fs::path(GRAPHMEND_SOURCE_DIR) / "tests/fixtures/rules";
-  for (const char* name : {"GM606_disabled_callee.py", "GM609_rnn_module.py", "GM613_typeerror_fallback_call.py"}) {
+  for (const char* name : {"GM606_disabled_callee.py", "GM609_rnn_module.py", "GM613_typeerror_fallback_call.py",
+                           "GM616_custom_instancecheck.py"}) {
     Session session((fixtures / name).string(), read(fixtures / name));
     session.check(stats);
     std::vector<uint32_t> lines;
