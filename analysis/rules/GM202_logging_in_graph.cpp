@@ -38,7 +38,10 @@ void check(RuleContext& ctx, const Visit& v) {
   std::string method = ctx.text(field(callee, "attribute"));
   if (std::find(kMethods.begin(), kMethods.end(), method) == kMethods.end()) return;
   if (!is_logger_expression(ctx, field(callee, "object"))) return;
-  if (ctx.model.is_deferred(ctx.text(callee))) return;  // registered as reorderable: runs after the graph
+  // Registered as reorderable: runs after the graph (or is dropped in an inlined frame: GM205). A bound logger
+  // method is accepted from torch 2.14; 2.13 takes only functions (`logging.warning`) and still breaks.
+  const bool bound_method = ctx.text(field(callee, "object")) != "logging";
+  if (ctx.model.is_deferred(ctx.text(callee)) && (!bound_method || ctx.torch >= TorchVersion{2, 14})) return;
   ctx.report(kInfo, node_range(v.node),
              "`" + ctx.text(callee) +
                  "` is a logging side effect Dynamo does not trace: it breaks the graph here "

@@ -61,3 +61,24 @@ def test_bad_version_is_an_error(tmp_path):
     (tmp_path / "pyproject.toml").write_text('[tool.graphmend]\ntorch-version = "new"\n')
     proc = subprocess.run([str(BIN), "check", str(tmp_path / "m.py")], capture_output=True, text=True, timeout=60)
     assert proc.returncode == 2 and "torch-version" in proc.stderr and "pyproject.toml:2" in proc.stderr, proc.stderr
+
+
+LOGGER_REGISTERED = (
+    "import logging\nimport torch\nfrom torch import nn\n\nlogger = logging.getLogger(__name__)\n"
+    "torch._dynamo.config.reorderable_logging_functions.add(logger.info)\n\n\n"
+    "class M(nn.Module):\n    def helper(self, x):\n        logger.info('helper')\n        return x\n\n"
+    "    def forward(self, x):\n        return self.helper(x)\n")
+
+
+def test_a_registered_logger_method_breaks_before_2_14_and_is_dropped_in_a_helper_from_it(tmp_path):
+    path = tmp_path / "m.py"
+    path.write_text(LOGGER_REGISTERED)
+    runs = {}
+    for release in ("2.13", "2.14"):
+        proc = subprocess.run([str(BIN), "check", "--no-cache", "--torch-version", release, str(path)],
+                              capture_output=True, text=True, timeout=60)
+        assert proc.returncode == 1, proc.stderr
+        runs[release] = proc.stdout
+    assert "GM202" in runs["2.13"] and "Found 1 graph break." in runs["2.13"]
+    assert "GM205" in runs["2.14"] and "GM202" not in runs["2.14"]
+    assert "Found 1 dropped deferred call." in runs["2.14"]

@@ -60,11 +60,12 @@ def marker_rows(path: Path) -> set[int]:
     return {row for row, _ in markers(path)}
 
 
-# Rules that predict no graph break (no Dynamo registry id: GM001 unused-noqa reports comments). Their
-# fixtures run under Dynamo like the others, but their `# expect:` markers are compared with graphmend's
-# output only, never with Dynamo's breaks. They are opt-in (`GM` does not select them): the oracle
-# selects them with CHECK_ARGS, so that every fixture is also checked for false positives of theirs.
-NON_BREAK_RULES = {"GM001"}
+# Rules that predict no graph break (no Dynamo registry id: GM001 unused-noqa reports comments, GM205 deferred
+# calls that torch.compile drops, checked by test_dropped_calls.py). Their fixtures run under Dynamo like the
+# others, but their `# expect:` markers are compared with graphmend's output only, never with Dynamo's
+# breaks. GM001 is opt-in (`GM` does not select it): the oracle selects them with CHECK_ARGS, so that every
+# fixture is also checked for false positives of theirs.
+NON_BREAK_RULES = {"GM001", "GM205"}
 # graphmend applies the facts of the torch running the oracle, whatever is installed near the fixtures.
 CHECK_ARGS = ("--extend-select", ",".join(sorted(NON_BREAK_RULES)), "--torch-version",
               "{}.{}".format(*TORCH_RELEASE))
@@ -76,13 +77,32 @@ def break_markers(path: Path) -> set[tuple[int, str]]:
 
 
 def declared_breaks_after_fix(path: Path) -> int | None:
-    value = getattr(load_fixture(path, fresh=False), "EXPECTED_BREAKS_AFTER_FIX", None)
+    with registrations_kept():
+        value = getattr(load_fixture(path, fresh=False), "EXPECTED_BREAKS_AFTER_FIX", None)
     if value is not None and not isinstance(value, int):
         raise TypeError(f"{path}: EXPECTED_BREAKS_AFTER_FIX must be an int")
     return value
 
 
 _counter = 0
+_REGISTRATION_SETS = ("reorderable_logging_functions", "ignore_logging_functions")
+
+
+@contextlib.contextmanager
+def registrations_kept():
+    """Undo what fixtures loaded inside register with Dynamo, for the tests that run after."""
+    cfg = torch._dynamo.config
+    saved = {key: set(getattr(cfg, key)) for key in _REGISTRATION_SETS}
+    try:
+        yield
+    finally:
+        for key, value in saved.items():
+            setattr(cfg, key, value)
+
+
+def own_config(module) -> dict:
+    """Dynamo's defaults for the knobs that change which breaks happen, plus what `module` registers."""
+    return {**DYNAMO_DEFAULTS, **getattr(module, "dynamo_registrations", {})}
 
 
 def load_fixture(path: Path, *, fresh: bool = True):
@@ -93,7 +113,19 @@ def load_fixture(path: Path, *, fresh: bool = True):
     spec = importlib.util.spec_from_file_location(name, str(path))
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module  # dataclasses/pickling inside fixtures need the module registered
-    spec.loader.exec_module(module)
+    # A fixture (or a fixed file) may register functions with Dynamo at import
+    # (reorderable_logging_functions.add(print)): part of its program, noted on the module.
+    # Read against empty sets, so that what another file registered before does not hide it.
+    cfg = torch._dynamo.config
+    saved = {key: set(getattr(cfg, key)) for key in _REGISTRATION_SETS}
+    for key in _REGISTRATION_SETS:
+        setattr(cfg, key, set())
+    try:
+        spec.loader.exec_module(module)
+    finally:
+        module.dynamo_registrations = {key: set(getattr(cfg, key)) for key in _REGISTRATION_SETS}
+        for key in _REGISTRATION_SETS:
+            setattr(cfg, key, saved[key] | module.dynamo_registrations[key])
     if not hasattr(module, "example"):
         raise AttributeError(f"{path}: fixture lacks `def example():`")
     return module
@@ -337,10 +369,12 @@ def dynamo_report(path: Path, seed: int = 0):
 
     key = f"{Path(path).resolve()}::{seed}"
     if key not in _DYNAMO_CACHE:
-        module = load_fixture(path)
-        fn, args = build_example(module, seed)
-        # originals run under Dynamo's defaults for every knob that changes which breaks happen,
-        # whatever a fixed file (or another test in this process) set earlier
-        with transcript(), torch._dynamo.config.patch(**DYNAMO_DEFAULTS):
-            _DYNAMO_CACHE[key] = find_breaks(fn, args, str(path))
+        with registrations_kept():
+            module = load_fixture(path)
+            fn, args = build_example(module, seed)
+            # originals run under Dynamo's defaults for every knob that changes which breaks happen,
+            # whatever a fixed file (or another test in this process) set earlier, plus what the
+            # fixture itself registers at import
+            with transcript(), torch._dynamo.config.patch(**own_config(module)):
+                _DYNAMO_CACHE[key] = find_breaks(fn, args, str(path))
     return _DYNAMO_CACHE[key]

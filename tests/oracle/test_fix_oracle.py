@@ -25,9 +25,9 @@ import torch._dynamo
 from torch import nn
 
 from dynamo_breaks import find_breaks, format_report, is_driver
-from fixture_support import (CHECK_ARGS, DYNAMO_DEFAULTS, SEEDS, assert_same_output, build_example, call,
-                             dynamo_report, fixture_ids, fixture_paths, load_fixture, markers, run_graphmend,
-                             transcript)
+from fixture_support import (CHECK_ARGS, SEEDS, assert_same_output, build_example, call,
+                             dynamo_report, fixture_ids, fixture_paths, load_fixture, markers, own_config,
+                             run_graphmend, transcript)
 
 PATHS = fixture_paths()
 
@@ -159,7 +159,7 @@ def _assert_compiled_matches_original(path, copy, fullgraph):
         where = f"{path.name} {'fullgraph' if fullgraph else 'compiled'} seed {seed}"
         key = (str(path), seed)
         if key not in _COMPILED_ORIGINAL:  # fixtures are read-only: one compiled run per seed
-            with torch._dynamo.config.patch(**DYNAMO_DEFAULTS):
+            with torch._dynamo.config.patch(**own_config(original)):
                 _COMPILED_ORIGINAL[key] = _seeded_call(_compiled(orig_fn, False), orig_args, seed)
         orig = _COMPILED_ORIGINAL[key]
         comp = _seeded_call(_compiled(fixed_fn, fullgraph), fixed_args, seed)
