@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Every test: C++ unit and transcript tests (ctest), then the Python suites (oracle, validator, bench
-# harness, editor end-to-end) under pytest with the project's .venv, then the pip wheel installed in a fresh
+# harness, editor end-to-end) under pytest with the project's .venv, the oracle's rule suites on the newest
+# torch (scripts/test-newest-torch.sh; GRAPHMEND_SKIP_NEWEST_TORCH=1 skips it), then the pip wheel installed in a fresh
 # venv (scripts/test-wheel.sh) and the pre-commit hooks (scripts/test-precommit.sh; GRAPHMEND_SKIP_WHEEL=1
 # skips both), then the VS Code client's tests.
 set -euo pipefail
@@ -21,6 +22,11 @@ bash "$root/scripts/fuzz.sh" 2000 45
 
 echo "== pytest"
 "$root/.venv/bin/python" -m pytest -q -p no:cacheprovider tests
+
+if [ "${GRAPHMEND_SKIP_NEWEST_TORCH:-0}" != 1 ]; then
+  echo "== newest torch (2.15.0): rule fixtures, fix oracle, dropped calls, speculation table"
+  bash "$root/scripts/test-newest-torch.sh"
+fi
 
 if [ "${GRAPHMEND_SKIP_WHEEL:-0}" != 1 ]; then
   echo "== wheel (make dist when stale, pip install into a fresh venv, run it outside the checkout)"
