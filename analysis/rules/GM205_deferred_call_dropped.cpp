@@ -31,7 +31,8 @@ const RuleInfo kInfo{
     .example_bad =
         "torch._dynamo.config.reorderable_logging_functions.add(print)\n"
         "def helper(x):\n    print('norm', x.norm())  # called from the compiled forward: dropped\n    return x",
-    .example_good = "def forward(self, x):\n    y = helper(x)\n    print('norm', x.norm())  # the root frame: printed\n",
+    .example_good =
+        "def forward(self, x):\n    y = helper(x)\n    print('norm', x.norm())  # the root frame: printed\n",
     .fixable = false,
 };
 
@@ -55,7 +56,8 @@ const std::string& called_from_traced_code(const RuleContext& ctx) {
       TSNode callee = field(node, "function");
       if (f->owner && is_type(callee, "attribute") && ctx.text(field(callee, "object")) == "self") {
         auto cls = f->owner->attribute_module_classes.find(ctx.text(field(callee, "attribute")));
-        const ClassInfo* sub = cls == f->owner->attribute_module_classes.end() ? nullptr : ctx.model.find_class(cls->second);
+        const ClassInfo* sub =
+            cls == f->owner->attribute_module_classes.end() ? nullptr : ctx.model.find_class(cls->second);
         if (sub) {
           if (auto forward = sub->methods.find("forward"); forward != sub->methods.end()) mark(forward->second, *f);
         }
@@ -90,8 +92,8 @@ void check(RuleContext& ctx, const Visit& v) {
   const FunctionInfo* frame = &v.function;
   if (!inlined(ctx, *frame)) return;
   ctx.report(kInfo, node_range(v.node),
-             "`" + name +
-                 "` is registered in torch._dynamo.config.reorderable_logging_functions, but `" + frame->qualified_name +
+             "`" + name + "` is registered in torch._dynamo.config.reorderable_logging_functions, but `" +
+                 frame->qualified_name +
                  "` runs in a frame Dynamo inlines into its caller: the deferred call is dropped, so under "
                  "torch.compile it never happens (no output, no graph break).",
              v);

@@ -1,10 +1,13 @@
 // The `graphmend` executable: dispatches to its subcommands.
+#include <filesystem>
 #include <iostream>
 #include <string>
 #include <vector>
 
 #include "cli/cli_app.h"
 #include "commands.h"
+#include "graphmend/analysis/config.h"
+#include "graphmend/analysis/torch_version.h"
 #include "lsp/server.h"
 #include "validate/validate_command.h"
 
@@ -20,8 +23,24 @@ commands:
   config [KEY]        the [tool.graphmend] keys of pyproject.toml (--schema: their JSON Schema)
   server              run the language server on stdio (--log-file FILE, --log-level LEVEL)
   validate TARGET     run original and fixed code under torch.compile and compare (see --help)
-  version             print the version
+  version             print the version, and the torch release whose facts apply here
 )";
+
+// The torch release whose facts `check` applies to files of the current folder, and why
+// (docs/torch-versions.md): a torch-version in the pyproject.toml that applies, else the installed torch.
+std::string torch_facts_here() {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  const fs::path here = fs::current_path(ec);
+  graphmend::Config config;
+  if (!ec) {
+    graphmend::ConfigCache cache;
+    auto discovered = cache.discover(here);
+    if (discovered.config) config = *discovered.config;
+    graphmend::apply_detected_torch(config, graphmend::detect_torch(here, graphmend::EnvironmentContext::current()));
+  }
+  return config.torch.str() + " (" + config.torch_source + ")";
+}
 
 }  // namespace
 
@@ -40,7 +59,9 @@ int main(int argc, char** argv) {
     if (command == "server") return graphmend::lsp::run_server(rest);
     if (command == "validate") return graphmend::validate::run_validate_command(rest);
     if (command == "version" || command == "--version") {
-      std::cout << "graphmend " << GRAPHMEND_VERSION << "\n";
+      // The first line alone, as ruff's, for scripts; the second says which facts `check` applies here.
+      std::cout << "graphmend " << GRAPHMEND_VERSION << "\n"
+                << "torch facts: " << torch_facts_here() << "\n";
       return 0;
     }
   } catch (const std::exception& e) {

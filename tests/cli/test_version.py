@@ -22,7 +22,17 @@ def cmake_version():
 
 def test_binary_version():
     out = subprocess.run([BIN, "--version"], capture_output=True, text=True, timeout=30, check=True).stdout
-    assert out == f"graphmend {cmake_version()}\n"
+    first, facts = out.splitlines()
+    assert first == f"graphmend {cmake_version()}"
+    assert re.fullmatch(r"torch facts: 2\.1[345] \(.+\)", facts), facts
+
+
+def test_version_names_the_torch_whose_facts_apply(tmp_path):
+    (tmp_path / "pyproject.toml").write_text('[tool.graphmend]\ntorch-version = "2.14"\n')
+    env = {k: v for k, v in os.environ.items() if k not in ("VIRTUAL_ENV", "CONDA_PREFIX")}
+    out = subprocess.run([BIN, "version"], capture_output=True, text=True, timeout=30, check=True, cwd=tmp_path,
+                         env=env).stdout
+    assert out.splitlines()[1] == f"torch facts: 2.14 (torch-version in {tmp_path / 'pyproject.toml'})"
 
 
 def test_vscode_extension_version():
