@@ -22,8 +22,11 @@ const RuleInfo kInfo{
         "(GB0213); `float()`, `int()`, `bool()` and `round()` of it fail to constant-fold (GB0178); "
         "`range()` of it breaks (GB4841 on 2.13, GB0124 from 2.14), and so does a tensor indexed with it "
         "(GB0033). Multiplying a tensor by it and comparing it are traced; so is `assert`, which Dynamo turns "
-        "into a graph assertion. Checked on torch 2.13, 2.14 and 2.15.",
-    .registry_id = "GB0170",
+        "into a graph assertion. `torch.export` does not fail here: it draws the value once, when exporting, "
+        "and bakes it into the program. Checked on torch 2.13, 2.14 and 2.15.",
+    // Each finding names its own id (the branch GB0170, ...). Not GB0170 here: that id stands for branches
+    // torch.export fails on, and export specializes a draw (bakes the value in) instead.
+    .registry_id = "GB0213",
     .fix_summary =
         "No automatic fix: drawing from torch's generator instead (`torch.rand(())`) changes the random "
         "stream. Keep the draw a tensor (`keep = torch.rand(()) < p` then `torch.where`), draw the number "

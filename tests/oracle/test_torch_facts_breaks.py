@@ -23,7 +23,9 @@ from torch_facts_asserts import (assert_attr_message, assert_fstring, assert_lit
                                  assert_no_message)
 from torch_facts import explain, line_of, module, observe
 
-MARK_RE = re.compile(r"# <- break ((?:GB\d{4}[ ,]*)+)")
+# `# <- break GB0007`, or bounded to releases: `# <- break[torch<2.15] GB0007 # <- break[torch>=2.15] GB9193`.
+MARK_RE = re.compile(r"# <- break(?:\[torch\s*(<|>=)\s*(\d+\.\d+)\])? ((?:GB\d{4}[ ,]*)+)")
+RELEASE = tuple(int(p) for p in torch.__version__.split("+")[0].split(".")[:2])
 logger = logging.getLogger("graphmend.torch_facts")
 logger.setLevel(logging.WARNING)  # logger.debug below is disabled, and still breaks
 
@@ -32,9 +34,10 @@ def expected_breaks(fn) -> dict[int, set[str]]:
     lines, start = inspect.getsourcelines(fn)
     found = {}
     for i, text in enumerate(lines):
-        m = MARK_RE.search(text)
-        if m:
-            found[start + i] = set(re.findall(r"GB\d{4}", m.group(1)))
+        for m in MARK_RE.finditer(text):
+            if m.group(1) and (RELEASE < tuple(int(p) for p in m.group(2).split("."))) != (m.group(1) == "<"):
+                continue  # a fact of other releases
+            found.setdefault(start + i, set()).update(re.findall(r"GB\d{4}", m.group(3)))
     return found
 
 
@@ -311,12 +314,12 @@ def deepcopy_module(self, x):
 
 
 def time_time(self, x):
-    t = time.time()  # <- break GB0007
+    t = time.time()  # <- break[torch<2.15] GB0007 # <- break[torch>=2.15] GB9193
     return x + 1, t
 
 
 def time_perf_counter(self, x):
-    t = time.perf_counter()  # <- break GB0007
+    t = time.perf_counter()  # <- break[torch<2.15] GB0007 # <- break[torch>=2.15] GB9193
     return x + 1, t
 
 
@@ -327,7 +330,7 @@ def time_sleep(self, x):
 
 def requires_grad_set_true(self, x):
     y = x * 2
-    y.requires_grad = True  # <- break GB0206
+    y.requires_grad = True  # <- break[torch<2.15] GB0206 # <- break[torch>=2.15] GB8985
     return y + 1
 
 
@@ -369,7 +372,7 @@ def calls_disabled_alias(self, x):
 
 
 def random_random(self, x):
-    p = random.random()  # <- break GB0007
+    p = random.random()  # <- break[torch<2.14] GB0007 (traced, a graph input, from 2.14)
     return x + 1, p
 
 
@@ -403,7 +406,7 @@ def sparse_csr_tensor(self, x):
 
 def typeerror_fallback(self, x):
     try:
-        y = _no_scale(x, scale=2.0)  # <- break GB7312
+        y = _no_scale(x, scale=2.0)  # <- break[torch<2.14] GB7312 (from 2.14 the handler is traced)
     except TypeError:
         y = _no_scale(x)
     return y + 1
@@ -550,8 +553,8 @@ def _input():
 
 @pytest.mark.parametrize("fn", BREAKING, ids=lambda f: f.__name__)
 def test_construct_breaks_with_its_gb_id_at_the_marked_line(fn):
-    expected = expected_breaks(fn)
-    assert expected, f"{fn.__name__}: no `# <- break` marker"
+    expected = expected_breaks(fn)  # empty: the construct breaks on other releases only
+    assert "# <- break" in inspect.getsource(fn), f"{fn.__name__}: no `# <- break` marker"
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         obs = observe(_model(fn), _input())
@@ -643,16 +646,17 @@ def test_method_chain_in_a_resume_function_is_blamed_one_line_late():
 
 
 def rnn_module(self, x):
-    y, _ = self.lstm(x.unsqueeze(0))  # <- break GB0014
-    print("eager from here on")  # no break: the rest of forward runs eagerly
-    z, _ = self.lstm(y)  # no second break either
+    y, _ = self.lstm(x.unsqueeze(0))  # <- break[torch<2.15] GB0014 # <- break[torch>=2.15] GB0148
+    print("eager from here on")  # <- break[torch>=2.15] GB0059 (before 2.15 the rest of forward runs eagerly)
+    z, _ = self.lstm(y)  # <- break[torch>=2.15] GB0148 (no second break before 2.15)
     h, _ = self.cell(x)  # a cell is traced (when it is)
     return z + h.sum()
 
 
 def test_rnn_module_breaks_once_and_the_rest_of_the_frame_runs_eagerly(capsys):
     """Wrapping an nn.LSTM/GRU/RNN fails (GB0014, not at a call: no resume function): Dynamo runs the rest
-    of the frame eagerly, so later breaks of that frame are never seen. The cells are traced."""
+    of the frame eagerly, so later breaks of that frame are never seen. The cells are traced. From torch 2.15
+    the module is a delayed unsupported call (GB0148): each use breaks and Dynamo resumes after it."""
     m = _model(rnn_module)
     m.lstm, m.cell = nn.LSTM(3, 3), nn.LSTMCell(3, 3)
     obs = observe(m, torch.randn(4, 3))

@@ -97,9 +97,15 @@ def logs_through_logger(self, x):
 
 
 @pytest.mark.parametrize("entry", [log.info, logging.Logger.info], ids=["bound_method", "Logger.info"])
-def test_logger_methods_are_not_accepted(entry, records):
+def test_logger_methods_are_accepted_from_2_14_only(entry, records):
+    """torch 2.13 takes only functions: a logger method still breaks. From 2.14 it is deferred (in the root
+    frame; an inlined frame drops it, GM205: tests/oracle/test_dropped_calls.py)."""
     obs = observe(module(logs_through_logger), x_input(), **defer(entry))
-    assert obs.ids_by_line(__file__) == {line_of(logs_through_logger): {"GB0291"}}
+    if torch.__version__ < (2, 14):
+        assert obs.ids_by_line(__file__) == {line_of(logs_through_logger): {"GB0291"}}
+    else:
+        assert obs.events == [] and obs.graphs == 1
+        assert [r.getMessage() for r in records] == ["info 1"]
 
 
 def logs_module_level(self, x):
