@@ -36,48 +36,6 @@ const RuleInfo kInfo{
     .fixable = false,
 };
 
-// One flag a function (by index): traced code of this file calls it (`helper(x)`, `self.shift(x)`,
-// `self.block(x)` for a submodule's forward), so its frame is inlined into the caller's.
-const std::string& called_from_traced_code(const RuleContext& ctx) {
-  auto& memo = ctx.model.memo();
-  auto [it, added] = memo.try_emplace("GM205:called-from-traced");
-  if (!added) return it->second;
-  const auto& functions = ctx.model.functions();
-  std::string flags(functions.size(), '\0');
-  auto mark = [&](const FunctionInfo* callee, const FunctionInfo& caller) {
-    if (callee && callee != &caller && callee->index < flags.size()) flags[callee->index] = 1;
-  };
-  for (const auto& f : functions) {
-    if (!f->compiled) continue;
-    for (TSNode node : f->body_nodes) {
-      if (!is_type(node, "call")) continue;
-      mark(ctx.model.resolve_callee(node, *f), *f);
-      // `self.block(x)`: the forward of the submodule's class.
-      TSNode callee = field(node, "function");
-      if (f->owner && is_type(callee, "attribute") && ctx.text(field(callee, "object")) == "self") {
-        auto cls = f->owner->attribute_module_classes.find(ctx.text(field(callee, "attribute")));
-        const ClassInfo* sub =
-            cls == f->owner->attribute_module_classes.end() ? nullptr : ctx.model.find_class(cls->second);
-        if (sub) {
-          if (auto forward = sub->methods.find("forward"); forward != sub->methods.end()) mark(forward->second, *f);
-        }
-      }
-    }
-    for (uint32_t callee : f->attribute_method_callees)
-      if (callee < functions.size()) mark(functions[callee].get(), *f);
-  }
-  it->second = std::move(flags);
-  return it->second;
-}
-
-// Dynamo compiles this frame as a root when it is a compile entry or a module's forward that nothing in the
-// file calls; any other traced function runs inlined.
-bool inlined(const RuleContext& ctx, const FunctionInfo& fn) {
-  const bool root_candidate = fn.is_entry || (fn.owner && fn.owner->is_module && fn.name == "forward");
-  const std::string& called = called_from_traced_code(ctx);
-  return !root_candidate || fn.parent || (fn.index < called.size() && called[fn.index]);
-}
-
 void check(RuleContext& ctx, const Visit& v) {
   TSNode callee = unparenthesize(field(v.node, "function"));
   const std::string name = ctx.text(callee);
@@ -90,7 +48,7 @@ void check(RuleContext& ctx, const Visit& v) {
   for (TSNode arg : named_children(field(v.node, "arguments")))
     if (is_type(arg, "keyword_argument")) return;
   const FunctionInfo* frame = &v.function;
-  if (!inlined(ctx, *frame)) return;
+  if (!frame_inlined(ctx, *frame)) return;
   ctx.report(kInfo, node_range(v.node),
              "`" + name + "` is registered in torch._dynamo.config.reorderable_logging_functions, but `" +
                  frame->qualified_name +

@@ -101,6 +101,9 @@ enum class RandomCall {
   Traced,   // traced with no such value (shuffle, sample, seed from 2.14)
 };
 RandomCall random_call(const RuleContext& ctx, TSNode call, const FunctionInfo& fn);
+// Whether Dynamo inlines `fn`'s frame into a caller's rather than compiling it as the root: it is neither a
+// compile entry nor a module's forward, or traced code of this file calls it (`helper(x)`, `self.block(x)`).
+bool frame_inlined(const RuleContext& ctx, const FunctionInfo& fn);
 // Whether `a` and `b` (`a` before `b`, in one function) lie in branches of which at most one runs: the
 // arms of an if/elif/else (unless `a` is in an elif's test), of a conditional expression, two except
 // clauses, an except clause and the else of a try, two cases of a match.

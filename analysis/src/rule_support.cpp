@@ -195,6 +195,51 @@ RandomCall random_call(const RuleContext& ctx, TSNode call, const FunctionInfo& 
                                                                                  : RandomCall::None;
 }
 
+// One flag a function (by index): traced code of this file calls it (`helper(x)`, `self.shift(x)`,
+// `self.block(x)` for a submodule's forward), so its frame is inlined into the caller's.
+namespace {
+const std::string& called_from_traced_code(const RuleContext& ctx) {
+  auto& memo = ctx.model.memo();
+  auto [it, added] = memo.try_emplace("called-from-traced");
+  if (!added) return it->second;
+  const auto& functions = ctx.model.functions();
+  std::string flags(functions.size(), '\0');
+  auto mark = [&](const FunctionInfo* callee, const FunctionInfo& caller) {
+    if (callee && callee != &caller && callee->index < flags.size()) flags[callee->index] = 1;
+  };
+  for (const auto& f : functions) {
+    if (!f->compiled) continue;
+    for (TSNode node : f->body_nodes) {
+      if (!is_type(node, "call")) continue;
+      mark(ctx.model.resolve_callee(node, *f), *f);
+      // `self.block(x)`: the forward of the submodule's class.
+      TSNode callee = field(node, "function");
+      if (f->owner && is_type(callee, "attribute") && ctx.text(field(callee, "object")) == "self") {
+        auto cls = f->owner->attribute_module_classes.find(ctx.text(field(callee, "attribute")));
+        const ClassInfo* sub =
+            cls == f->owner->attribute_module_classes.end() ? nullptr : ctx.model.find_class(cls->second);
+        if (sub) {
+          if (auto forward = sub->methods.find("forward"); forward != sub->methods.end()) mark(forward->second, *f);
+        }
+      }
+    }
+    for (uint32_t callee : f->attribute_method_callees)
+      if (callee < functions.size()) mark(functions[callee].get(), *f);
+  }
+  it->second = std::move(flags);
+  return it->second;
+}
+
+}  // namespace
+
+// Dynamo compiles this frame as a root when it is a compile entry or a module's forward that nothing in the
+// file calls; any other traced function runs inlined.
+bool frame_inlined(const RuleContext& ctx, const FunctionInfo& fn) {
+  const bool root_candidate = fn.is_entry || (fn.owner && fn.owner->is_module && fn.name == "forward");
+  const std::string& called = called_from_traced_code(ctx);
+  return !root_candidate || fn.parent || (fn.index < called.size() && called[fn.index]);
+}
+
 bool exclusive_branches(TSNode a, TSNode b) {
   std::vector<TSNode> chain;  // a and its ancestors
   for (TSNode n = a; !ts_node_is_null(n); n = ts_node_parent(n)) {
