@@ -83,24 +83,13 @@ bool is_draw_test(const RuleContext& ctx, TSNode expr, const FunctionInfo& fn, i
   return false;
 }
 
-// The operand of a test on which Dynamo jumps first with a drawn value (and/or evaluate left to right).
-TSNode draw_jump(const RuleContext& ctx, TSNode test, const FunctionInfo& fn) {
-  test = unparenthesize(test);
-  if (is_type(test, "boolean_operator")) {
-    TSNode left = draw_jump(ctx, field(test, "left"), fn);
-    return ts_node_is_null(left) ? draw_jump(ctx, field(test, "right"), fn) : left;
-  }
-  if (is_type(test, "not_operator")) return draw_jump(ctx, field(test, "argument"), fn);
-  return is_draw_test(ctx, test, fn) ? test : TSNode{};
-}
-
 TSNode test_of(TSNode node) {
   if (is_type(node, "conditional_expression")) return ts_node_named_child(node, 1);
   return field(node, "condition");
 }
 
 void check_branch(RuleContext& ctx, const Visit& v) {
-  TSNode operand = draw_jump(ctx, test_of(v.node), v.function);
+  TSNode operand = first_tested_operand(test_of(v.node), [&](TSNode n) { return is_draw_test(ctx, n, v.function); });
   if (ts_node_is_null(operand)) return;
   ctx.report(kInfo, node_range(operand),
              "`" + ctx.text(operand) +

@@ -61,18 +61,6 @@ bool is_pointer_comparison(const RuleContext& ctx, TSNode expr, const FunctionIn
   return false;
 }
 
-// The first operand of a test (and/or evaluate left to right) that is a data pointer Dynamo needs the truth
-// of (from 2.15). Comparisons are sites of their own.
-TSNode pointer_truth(const RuleContext& ctx, TSNode test, const FunctionInfo& fn) {
-  test = unparenthesize(test);
-  if (is_type(test, "boolean_operator")) {
-    TSNode left = pointer_truth(ctx, field(test, "left"), fn);
-    return ts_node_is_null(left) ? pointer_truth(ctx, field(test, "right"), fn) : left;
-  }
-  if (is_type(test, "not_operator")) return pointer_truth(ctx, field(test, "argument"), fn);
-  return holds_data_ptr(ctx, test, fn) ? test : TSNode{};
-}
-
 void check(RuleContext& ctx, const Visit& v) {
   if (is_type(v.node, "comparison_operator")) {
     if (!is_pointer_comparison(ctx, v.node, v.function)) return;
@@ -97,7 +85,8 @@ void check(RuleContext& ctx, const Visit& v) {
   } else {
     test = is_type(v.node, "conditional_expression") ? ts_node_named_child(v.node, 1) : field(v.node, "condition");
   }
-  TSNode site = pointer_truth(ctx, test, v.function);
+  // the first operand Dynamo needs the truth of that is a data pointer (comparisons are sites of their own)
+  TSNode site = first_tested_operand(test, [&](TSNode n) { return holds_data_ptr(ctx, n, v.function); });
   if (ts_node_is_null(site)) return;
   ctx.report(kInfo, node_range(site),
              "`" + ctx.text(site) +

@@ -92,6 +92,9 @@ bool bound_in_function(const FunctionInfo& fn, std::string_view name);
 // function around it, or the callee starts with something other than a name: then what
 // callee_qualified() says of it does not hold.
 bool callee_shadowed(const RuleContext& ctx, TSNode call, const FunctionInfo& fn);
+// The first operand of a test that Dynamo jumps on (through parentheses and `not`, `and`/`or` left to right)
+// for which `holds` is true; null when there is none.
+TSNode first_tested_operand(TSNode test, const std::function<bool(TSNode)>& holds);
 // How Dynamo of the release in use takes a call of Python's `random` module (measured on 2.13, 2.14, 2.15).
 enum class RandomCall {
   None,     // not a function of the module (or the name is shadowed)

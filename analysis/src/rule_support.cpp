@@ -176,6 +176,16 @@ bool callee_shadowed(const RuleContext& ctx, TSNode call, const FunctionInfo& fn
   return !is_type(callee, "identifier") || bound_in_function(fn, ctx.text(callee));
 }
 
+TSNode first_tested_operand(TSNode test, const std::function<bool(TSNode)>& holds) {
+  test = unparenthesize(test);
+  if (is_type(test, "boolean_operator")) {
+    TSNode left = first_tested_operand(field(test, "left"), holds);
+    return ts_node_is_null(left) ? first_tested_operand(field(test, "right"), holds) : left;
+  }
+  if (is_type(test, "not_operator")) return first_tested_operand(field(test, "argument"), holds);
+  return holds(test) ? test : TSNode{};
+}
+
 RandomCall random_call(const RuleContext& ctx, TSNode call, const FunctionInfo& fn) {
   const std::string q = callee_qualified(ctx, call);
   if (!q.starts_with("random.") || callee_shadowed(ctx, call, fn)) return RandomCall::None;
