@@ -40,8 +40,7 @@ void check(RuleContext& ctx, const Visit& v) {
   if (!is_logger_expression(ctx, field(callee, "object"))) return;
   // Registered as reorderable: runs after the graph (or is dropped in an inlined frame: GM205). A bound logger
   // method is accepted from torch 2.14; 2.13 takes only functions (`logging.warning`) and still breaks.
-  const bool bound_method = ctx.text(field(callee, "object")) != "logging";
-  if (ctx.model.is_deferred(ctx.text(callee)) && (!bound_method || ctx.torch >= TorchVersion{2, 14})) return;
+  if (deferred_by_dynamo(ctx, callee)) return;
   ctx.report(kInfo, node_range(v.node),
              "`" + ctx.text(callee) +
                  "` is a logging side effect Dynamo does not trace: it breaks the graph here "

@@ -39,11 +39,8 @@ const RuleInfo kInfo{
 void check(RuleContext& ctx, const Visit& v) {
   TSNode callee = unparenthesize(field(v.node, "function"));
   const std::string name = ctx.text(callee);
-  if (!ctx.model.is_deferred(name)) return;
-  // A bound logger method (`logger.info`) is accepted from 2.14; before, it breaks (GM202).
-  if (is_type(callee, "attribute") && is_logger_expression(ctx, field(callee, "object")) &&
-      ctx.text(field(callee, "object")) != "logging" && ctx.torch < TorchVersion{2, 14})
-    return;
+  // A bound logger method (`logger.info`) is deferred from 2.14; before, it breaks (GM202).
+  if (!deferred_by_dynamo(ctx, callee)) return;
   // Keyword arguments (`print(..., file=f)`) make the call unreorderable: a break (GM201), not a drop.
   for (TSNode arg : named_children(field(v.node, "arguments")))
     if (is_type(arg, "keyword_argument")) return;

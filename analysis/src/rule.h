@@ -104,6 +104,9 @@ enum class RandomCall {
   Traced,   // traced with no such value (shuffle, sample, seed from 2.14)
 };
 RandomCall random_call(const RuleContext& ctx, TSNode call, const FunctionInfo& fn);
+// Whether the release in use defers a call of `callee` (registered in reorderable_logging_functions in this
+// file) instead of tracing it: a function always; a bound logger method (`logger.info`) only from torch 2.14.
+bool deferred_by_dynamo(const RuleContext& ctx, TSNode callee);
 // Whether Dynamo inlines `fn`'s frame into a caller's rather than compiling it as the root: it is neither a
 // compile entry nor a module's forward, or traced code of this file calls it (`helper(x)`, `self.block(x)`).
 bool frame_inlined(const RuleContext& ctx, const FunctionInfo& fn);

@@ -176,6 +176,14 @@ bool callee_shadowed(const RuleContext& ctx, TSNode call, const FunctionInfo& fn
   return !is_type(callee, "identifier") || bound_in_function(fn, ctx.text(callee));
 }
 
+bool deferred_by_dynamo(const RuleContext& ctx, TSNode callee) {
+  callee = unparenthesize(callee);
+  if (!ctx.model.is_deferred(ctx.text(callee))) return false;
+  const bool bound_logger_method = is_type(callee, "attribute") && is_logger_expression(ctx, field(callee, "object")) &&
+                                   ctx.text(field(callee, "object")) != "logging";
+  return !bound_logger_method || ctx.torch >= TorchVersion{2, 14};
+}
+
 TSNode first_tested_operand(TSNode test, const std::function<bool(TSNode)>& holds) {
   test = unparenthesize(test);
   if (is_type(test, "boolean_operator")) {
