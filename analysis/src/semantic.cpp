@@ -299,6 +299,44 @@ bool is_comprehension(std::string_view t) {
          t == "dictionary_comprehension";
 }
 
+// The names a target binds: identifiers of a pattern, nested and starred ones included (not attributes
+// or subscripts).
+void target_names(const Document& document, TSNode target, std::vector<std::string>& names) {
+  target = unparenthesize(target);
+  if (is_type(target, "identifier")) {
+    names.push_back(std::string(document.node_text(target)));
+  } else if (is_pattern(target) || is_type(target, "list_splat_pattern") || is_type(target, "list_splat")) {
+    for (TSNode part : named_children(target)) target_names(document, part, names);
+  }
+}
+
+// Records under each name it binds the body node that binds it (see FunctionInfo::binding_nodes).
+void record_bindings(const Document& document, TSNode node,
+                     std::unordered_map<std::string, std::vector<TSNode>>& bindings) {
+  const std::string_view t = type_of(node);
+  std::vector<std::string> names;
+  if (t == "assignment" || t == "augmented_assignment") {
+    target_names(document, field(node, "left"), names);
+    // `a = b = expr`: the inner assignment is a body node of its own.
+  } else if (t == "for_statement") {
+    target_names(document, field(node, "left"), names);
+  } else if (is_comprehension(t)) {
+    for (TSNode clause : named_children(node)) {
+      if (is_type(clause, "for_in_clause")) target_names(document, field(clause, "left"), names);
+    }
+  } else if (t == "call") {
+    TSNode callee = unparenthesize(field(node, "function"));
+    if (!is_type(callee, "attribute") || !is_type(field(callee, "object"), "identifier")) return;
+    const std::string_view method = document.node_text(field(callee, "attribute"));
+    if (method == "append" || method == "extend" || method == "insert")
+      names.push_back(std::string(document.node_text(field(callee, "object"))));
+  }
+  for (const std::string& name : names) {
+    std::vector<TSNode>& nodes = bindings[name];
+    if (nodes.empty() || !ts_node_eq(nodes.back(), node)) nodes.push_back(node);
+  }
+}
+
 template <class F>
 void for_each_body_node(const FunctionInfo& fn, F&& visit) {
   for (TSNode n : fn.body_nodes) visit(n);
@@ -627,6 +665,7 @@ void SemanticModel::read_function(FunctionInfo& fn, TSNode definition) {
   fn.body_nodes.clear();
   fn.indexed_in_several_dimensions.clear();
   fn.isinstance_tested.clear();
+  fn.binding_nodes.clear();
   const TSNode returns = field(definition, "return_type");
   fn.declared_return =
       ts_node_is_null(returns) ? ValueKind::Unknown : read_annotation(document_.node_text(returns)).kind;
@@ -639,10 +678,12 @@ void SemanticModel::read_function(FunctionInfo& fn, TSNode definition) {
     if (ts_node_is_named(node) && (t == "call" || t == "assignment" || t == "augmented_assignment" ||
                                    t == "for_statement" || t == "return_statement" || is_comprehension(t)))
       fn.body_nodes.push_back(node);
-    if (t == "call" && document_.node_text(field(node, "function")) == "isinstance") {
+    if (t == "call" && (document_.node_text(field(node, "function")) == "isinstance" ||
+                        document_.node_text(field(node, "function")).ends_with("is_tensor"))) {
       TSNode subject = ts_node_named_child(field(node, "arguments"), 0);
       if (is_type(subject, "identifier")) fn.isinstance_tested.insert(text_of(document_, subject));
     }
+    if (ts_node_is_named(node)) record_bindings(document_, node, fn.binding_nodes);
     if (t == "subscript" && is_type(field(node, "value"), "identifier") && indexes_in_several_dimensions(node))
       fn.indexed_in_several_dimensions.insert(text_of(document_, field(node, "value")));
     return Walk::Descend;
@@ -1073,6 +1114,7 @@ void SemanticModel::infer_locals(FunctionInfo& fn) {
   fn.params.clear();
   fn.assignments.clear();
   fn.tensor_params_from_callers.clear();
+  fn.param_kinds.clear();
   TSNode params = field(fn.node, "parameters");
   bool is_method = fn.owner != nullptr;
   bool first = true;
@@ -1130,6 +1172,7 @@ void SemanticModel::infer_locals(FunctionInfo& fn) {
           return index < args.size() && args[index] == ValueKind::Static;
         });
         fn.locals[name] = all_static ? ValueKind::Static : ValueKind::Unknown;
+        fn.param_kinds[name] = fn.locals[name];
       }
     }
     if ((kind == ValueKind::Unknown || kind == ValueKind::Static) && !fn.call_site_args.empty()) {
@@ -1156,6 +1199,7 @@ void SemanticModel::infer_locals(FunctionInfo& fn) {
       // `x[..., None]`) is a tensor when given: a list or tuple cannot be indexed so.
       if (fn.indexed_in_several_dimensions.count(name)) kind = ValueKind::Tensor;
     }
+    if (kind != ValueKind::Unknown || !fn.param_kinds.count(name)) fn.param_kinds[name] = kind;
     auto it = fn.locals.find(name);
     if (it == fn.locals.end() || it->second == ValueKind::Unknown)
       fn.locals[name] = kind;
@@ -1167,90 +1211,17 @@ void SemanticModel::infer_locals(FunctionInfo& fn) {
     auto it = fn.locals.find(name);
     fn.locals[name] = it == fn.locals.end() ? kind : merge(it->second, kind);
   };
-  auto assign = [&](TSNode target, ValueKind kind) { unpack_target(target, kind, bind_local); };
 
   ValueKind returns = ValueKind::Unknown;
   bool saw_return = false;
   std::vector<ValueKind> elements;
   bool tuples_only = true;
   for_each_body_node(fn, [&](TSNode node) {
-    auto t = type_of(node);
-    if (t == "assignment") {
-      TSNode right = field(node, "right");
-      TSNode type = field(node, "type");
-      ValueKind kind = ValueKind::Unknown;
-      if (!ts_node_is_null(type)) kind = annotation_kind(document_.node_text(type));
-      if (!ts_node_is_null(right) && kind == ValueKind::Unknown) {
-        if (is_type(right, "assignment")) right = field(right, "right");  // a = b = expr
-        kind = kind_of(right, fn);
-      }
-      TSNode left = unparenthesize(field(node, "left"));
-      if (is_type(left, "identifier") && !ts_node_is_null(right))
-        fn.assignments[text_of(document_, left)].push_back(right);
-      // `h, w = x.shape[-2:]` is one kind; `a, b = x, n` is element by element.
-      if (is_pattern(left) && !ts_node_is_null(right) &&
-          (is_type(unparenthesize(right), "expression_list") || is_type(unparenthesize(right), "tuple"))) {
-        const std::vector<TSNode> targets = pattern_parts(left), values = pattern_parts(unparenthesize(right));
-        auto splat = [](TSNode n) { return is_type(n, "list_splat_pattern") || is_type(n, "list_splat"); };
-        if (targets.size() == values.size() && std::none_of(targets.begin(), targets.end(), splat) &&
-            std::none_of(values.begin(), values.end(), splat)) {
-          for (size_t i = 0; i < targets.size(); ++i) assign(targets[i], kind_of(values[i], fn));
-          return;
-        }
-      }
-      // `max_n, indices = self._global_indices(mask)`: each name takes its element of the callee's tuple.
-      if ((is_type(left, "pattern_list") || is_type(left, "tuple_pattern")) && !ts_node_is_null(right) &&
-          is_type(unparenthesize(right), "call")) {
-        const FunctionInfo* callee = resolve_callee(unparenthesize(right), fn);
-        std::vector<TSNode> targets;
-        for (TSNode target : named_children(left)) {
-          if (!is_type(target, "comment")) targets.push_back(target);
-        }
-        const ImportedReturn* imported = callee ? nullptr : imported_return(unparenthesize(right));
-        const std::vector<ValueKind>* returned = callee     ? &callee->return_elements
-                                                 : imported ? &imported->elements
-                                                            : nullptr;
-        if (returned && !returned->empty() && returned->size() == targets.size() &&
-            std::none_of(targets.begin(), targets.end(),
-                         [](TSNode target) { return is_type(target, "list_splat_pattern"); })) {
-          for (size_t i = 0; i < targets.size(); ++i) assign(targets[i], (*returned)[i]);
-          return;
-        }
-      }
-      assign(left, kind);
-    } else if (t == "augmented_assignment") {
-      ValueKind kind = kind_of(field(node, "right"), fn);
-      ValueKind old = kind_of(field(node, "left"), fn);
-      assign(field(node, "left"), merge(old, kind));
-    } else if (t == "for_statement") {
-      bind_iteration(field(node, "left"), field(node, "right"), fn, bind_local);
-    } else if (is_comprehension(t)) {
-      // The comprehension's variables, as locals for the rules that read its body (Python gives them a
-      // scope of their own; a clash with a local of the same name only merges the two kinds).
-      for (TSNode clause : named_children(node)) {
-        if (is_type(clause, "for_in_clause"))
-          bind_iteration(field(clause, "left"), field(clause, "right"), fn, bind_local);
-      }
-    } else if (t == "call") {
-      // `feats.append(x)` / `feats.extend(xs)` / `feats.insert(i, x)`: what a list local holds.
-      TSNode callee = unparenthesize(field(node, "function"));
-      if (!is_type(callee, "attribute") || !is_type(field(callee, "object"), "identifier")) return;
-      const std::string_view method = document_.node_text(field(callee, "attribute"));
-      if (method != "append" && method != "extend" && method != "insert") return;
-      const std::string name = text_of(document_, field(callee, "object"));
-      auto local = fn.locals.find(name);
-      if (local == fn.locals.end()) return;
-      std::vector<TSNode> args = pattern_parts(field(node, "arguments"));
-      if (args.size() != (method == "insert" ? 2u : 1u) || is_type(args.back(), "keyword_argument")) return;
-      const ValueKind k = kind_of(args.back(), fn);
-      if (method == "extend") {
-        if (k == ValueKind::TensorSequence || k == ValueKind::Static) bind_local(name, k);
-      } else if (k == ValueKind::Tensor) {
-        bind_local(name, ValueKind::TensorSequence);
-      } else if (k == ValueKind::Static) {
-        bind_local(name, ValueKind::Static);
-      }
-    } else if (t == "return_statement") {
+    if (!is_type(node, "return_statement")) {
+      bind_statement(node, fn, bind_local, &fn.assignments);
+      return;
+    }
+    {
       if (ts_node_named_child_count(node) == 0) {
         tuples_only = false;
         return;
@@ -1293,6 +1264,87 @@ void SemanticModel::infer_locals(FunctionInfo& fn) {
         if (fn.return_elements[i] != ValueKind::Tensor && declared.elements[i] != ValueKind::Unknown)
           fn.return_elements[i] = declared.elements[i];
       }
+    }
+  }
+}
+
+void SemanticModel::bind_statement(TSNode node, const FunctionInfo& fn, const Bind& bind,
+                                   std::unordered_map<std::string, std::vector<TSNode>>* assignments) const {
+  auto assign = [&](TSNode target, ValueKind kind) { unpack_target(target, kind, bind); };
+  auto t = type_of(node);
+  if (t == "assignment") {
+    TSNode right = field(node, "right");
+    TSNode type = field(node, "type");
+    ValueKind kind = ValueKind::Unknown;
+    if (!ts_node_is_null(type)) kind = annotation_kind(document_.node_text(type));
+    if (!ts_node_is_null(right) && kind == ValueKind::Unknown) {
+      if (is_type(right, "assignment")) right = field(right, "right");  // a = b = expr
+      kind = kind_of(right, fn);
+    }
+    TSNode left = unparenthesize(field(node, "left"));
+    if (assignments && is_type(left, "identifier") && !ts_node_is_null(right))
+      (*assignments)[text_of(document_, left)].push_back(right);
+    // `h, w = x.shape[-2:]` is one kind; `a, b = x, n` is element by element.
+    if (is_pattern(left) && !ts_node_is_null(right) &&
+        (is_type(unparenthesize(right), "expression_list") || is_type(unparenthesize(right), "tuple"))) {
+      const std::vector<TSNode> targets = pattern_parts(left), values = pattern_parts(unparenthesize(right));
+      auto splat = [](TSNode n) { return is_type(n, "list_splat_pattern") || is_type(n, "list_splat"); };
+      if (targets.size() == values.size() && std::none_of(targets.begin(), targets.end(), splat) &&
+          std::none_of(values.begin(), values.end(), splat)) {
+        for (size_t i = 0; i < targets.size(); ++i) assign(targets[i], kind_of(values[i], fn));
+        return;
+      }
+    }
+    // `max_n, indices = self._global_indices(mask)`: each name takes its element of the callee's tuple.
+    if ((is_type(left, "pattern_list") || is_type(left, "tuple_pattern")) && !ts_node_is_null(right) &&
+        is_type(unparenthesize(right), "call")) {
+      const FunctionInfo* callee = resolve_callee(unparenthesize(right), fn);
+      std::vector<TSNode> targets;
+      for (TSNode target : named_children(left)) {
+        if (!is_type(target, "comment")) targets.push_back(target);
+      }
+      const ImportedReturn* imported = callee ? nullptr : imported_return(unparenthesize(right));
+      const std::vector<ValueKind>* returned = callee     ? &callee->return_elements
+                                               : imported ? &imported->elements
+                                                          : nullptr;
+      if (returned && !returned->empty() && returned->size() == targets.size() &&
+          std::none_of(targets.begin(), targets.end(),
+                       [](TSNode target) { return is_type(target, "list_splat_pattern"); })) {
+        for (size_t i = 0; i < targets.size(); ++i) assign(targets[i], (*returned)[i]);
+        return;
+      }
+    }
+    assign(left, kind);
+  } else if (t == "augmented_assignment") {
+    ValueKind kind = kind_of(field(node, "right"), fn);
+    ValueKind old = kind_of(field(node, "left"), fn);
+    assign(field(node, "left"), merge(old, kind));
+  } else if (t == "for_statement") {
+    bind_iteration(field(node, "left"), field(node, "right"), fn, bind);
+  } else if (is_comprehension(t)) {
+    // The comprehension's variables, as locals for the rules that read its body (Python gives them a
+    // scope of their own; a clash with a local of the same name only merges the two kinds).
+    for (TSNode clause : named_children(node)) {
+      if (is_type(clause, "for_in_clause")) bind_iteration(field(clause, "left"), field(clause, "right"), fn, bind);
+    }
+  } else if (t == "call") {
+    // `feats.append(x)` / `feats.extend(xs)` / `feats.insert(i, x)`: what a list local holds.
+    TSNode callee = unparenthesize(field(node, "function"));
+    if (!is_type(callee, "attribute") || !is_type(field(callee, "object"), "identifier")) return;
+    const std::string_view method = document_.node_text(field(callee, "attribute"));
+    if (method != "append" && method != "extend" && method != "insert") return;
+    const std::string name = text_of(document_, field(callee, "object"));
+    auto local = fn.locals.find(name);
+    if (local == fn.locals.end()) return;
+    std::vector<TSNode> args = pattern_parts(field(node, "arguments"));
+    if (args.size() != (method == "insert" ? 2u : 1u) || is_type(args.back(), "keyword_argument")) return;
+    const ValueKind k = kind_of(args.back(), fn);
+    if (method == "extend") {
+      if (k == ValueKind::TensorSequence || k == ValueKind::Static) bind(name, k);
+    } else if (k == ValueKind::Tensor) {
+      bind(name, ValueKind::TensorSequence);
+    } else if (k == ValueKind::Static) {
+      bind(name, ValueKind::Static);
     }
   }
 }
@@ -1702,6 +1754,198 @@ bool SemanticModel::narrowed_to_python_scalar(TSNode node, const std::string& na
   return false;
 }
 
+namespace {
+// Flow queries recurse (a binding's right-hand side reads other names, whose bindings read others): at
+// most this many levels, each level a read in a binding's right-hand side.
+constexpr int kMaxFlowDepth = 24;
+
+// Per thread (models are read by several threads at once): the bindings whose kind is being computed (a
+// loop carries a binding back to its own right-hand side: that path adds nothing new, so it is cut), and
+// the kinds computed during one outermost query, so that each binding is read once per query.
+struct FlowState {
+  int depth = 0;
+  std::vector<std::pair<const void*, uint32_t>> in_progress;
+  std::unordered_map<std::string, std::optional<ValueKind>> kinds;
+};
+thread_local FlowState flow_state;
+
+bool inside(TSNode inner, TSNode outer) {
+  return !ts_node_is_null(outer) && ts_node_start_byte(outer) <= ts_node_start_byte(inner) &&
+         ts_node_end_byte(inner) <= ts_node_end_byte(outer);
+}
+
+// The innermost loop of `function` that runs `binding` and, in a later iteration, `read`: a while loop
+// holding both (its test runs each iteration), or a for loop whose body holds both.
+TSNode carrying_loop(TSNode binding, TSNode read, TSNode function) {
+  for (TSNode n = ts_node_parent(binding); !ts_node_is_null(n) && !ts_node_eq(n, function); n = ts_node_parent(n)) {
+    if (is_type(n, "while_statement") && inside(read, n)) return n;
+    if (is_type(n, "for_statement") && inside(read, field(n, "body")) && inside(binding, field(n, "body"))) return n;
+  }
+  return TSNode{};
+}
+
+// `binding` and `read` sit in different branches of one if statement.
+bool in_other_branch(TSNode binding, TSNode read, TSNode function) {
+  TSNode child = binding;
+  for (TSNode n = ts_node_parent(binding); !ts_node_is_null(n) && !ts_node_eq(n, function);
+       child = n, n = ts_node_parent(n)) {
+    if (is_type(n, "if_statement") && inside(read, n) && !inside(read, child)) return true;
+  }
+  return false;
+}
+
+// A plain assignment of the name runs on every path from byte `from` to `read`: it starts at or after
+// `from`, ends before `read`, and is a statement of a block that holds `read`.
+bool killed(uint32_t from, TSNode read, const std::vector<TSNode>& bindings) {
+  for (TSNode k : bindings) {
+    if (!is_type(k, "assignment") && !is_type(k, "augmented_assignment")) continue;
+    if (ts_node_start_byte(k) < from || ts_node_end_byte(k) > ts_node_start_byte(read)) continue;
+    if (is_type(k, "assignment") && ts_node_is_null(field(k, "right"))) continue;  // `x: int` binds nothing
+    const TSNode statement = ts_node_parent(k);
+    if (is_type(statement, "expression_statement") && inside(read, ts_node_parent(statement))) return true;
+  }
+  return false;
+}
+
+// The read is part of what `binding` evaluates before it binds (a right-hand side, an appended value).
+bool read_before_binding(TSNode binding) {
+  return is_type(binding, "assignment") || is_type(binding, "augmented_assignment") || is_type(binding, "call");
+}
+}  // namespace
+
+std::optional<ValueKind> SemanticModel::binding_kind(TSNode binding, const std::string& name,
+                                                     const FunctionInfo& fn) const {
+  const std::pair<const void*, uint32_t> id{binding.id, ts_node_start_byte(binding)};
+  std::string key = std::to_string(reinterpret_cast<uintptr_t>(&fn)) + ':' + std::to_string(id.second) + ':' + name;
+  if (auto it = flow_state.kinds.find(key); it != flow_state.kinds.end()) return it->second;
+  if (std::find(flow_state.in_progress.begin(), flow_state.in_progress.end(), id) != flow_state.in_progress.end())
+    return std::nullopt;
+  flow_state.in_progress.push_back(id);
+  std::optional<ValueKind> kind;
+  bind_statement(
+      binding, fn,
+      [&](const std::string& bound, ValueKind k) {
+        if (bound == name) kind = kind ? merge(*kind, k) : k;
+      },
+      nullptr);
+  flow_state.in_progress.pop_back();
+  flow_state.kinds.emplace(std::move(key), kind);
+  return kind;
+}
+
+std::optional<ValueKind> SemanticModel::kind_at(TSNode read, const std::string& name, const FunctionInfo& fn) const {
+  if (ts_node_is_null(fn.node)) return std::nullopt;
+  const auto found = fn.binding_nodes.find(name);
+  if (found == fn.binding_nodes.end()) return std::nullopt;
+  const std::vector<TSNode>& bindings = found->second;
+  const auto param = fn.param_kinds.find(name);
+  const bool is_param = param != fn.param_kinds.end();
+  if (bindings.size() + (is_param ? 1 : 0) < 2 || flow_state.depth >= kMaxFlowDepth) return std::nullopt;
+  struct Level {
+    Level() { ++flow_state.depth; }
+    ~Level() {
+      if (--flow_state.depth == 0) flow_state.kinds.clear();
+    }
+  } level;
+  std::optional<ValueKind> joined;
+  auto join = [&](ValueKind k) { joined = joined ? merge(*joined, k) : k; };
+  const uint32_t read_start = ts_node_start_byte(read);
+  for (TSNode b : bindings) {
+    bool reaches = false;
+    if (inside(read, b) && !read_before_binding(b)) {
+      // A for loop's variables reach its body; a comprehension's reach its own expressions.
+      reaches = !is_type(b, "for_statement") ||
+                (inside(read, field(b, "body")) && !killed(ts_node_start_byte(field(b, "body")), read, bindings));
+    } else if (ts_node_end_byte(b) <= read_start) {
+      const TSNode loop = carrying_loop(b, read, fn.node);
+      reaches = !killed(ts_node_end_byte(b), read, bindings) &&
+                (!in_other_branch(b, read, fn.node) || !ts_node_is_null(loop));
+    } else {
+      // After the read (or around it): only through a loop, unless the loop body rebinds it first.
+      const TSNode loop = carrying_loop(b, read, fn.node);
+      const TSNode body = is_type(loop, "for_statement") ? field(loop, "body") : loop;
+      reaches = !ts_node_is_null(loop) && !killed(ts_node_start_byte(body), read, bindings);
+    }
+    if (!reaches) continue;
+    if (std::optional<ValueKind> k = binding_kind(b, name, fn)) join(*k);
+  }
+  if (is_param && !killed(ts_node_start_byte(field(fn.node, "body")), read, bindings)) join(param->second);
+  return joined;
+}
+
+bool SemanticModel::tests_tensor(TSNode test, const std::string& name) const {
+  test = unparenthesize(test);
+  if (is_type(test, "boolean_operator") && document_.node_text(field(test, "operator")) == "and")
+    return tests_tensor(field(test, "left"), name) || tests_tensor(field(test, "right"), name);
+  if (!is_type(test, "call")) return false;
+  const std::vector<TSNode> args = pattern_parts(field(test, "arguments"));
+  if (args.empty() || !is_type(args[0], "identifier") || document_.node_text(args[0]) != name) return false;
+  const TSNode callee = field(test, "function");
+  if (args.size() == 1) return qualified_name(callee) == "torch.is_tensor";
+  if (args.size() != 2 || document_.node_text(callee) != "isinstance") return false;
+  auto tensor_type = [&](TSNode type) {
+    const std::optional<std::string> q = qualified_name(type);
+    return q && (*q == "torch.Tensor" || *q == "torch.nn.Parameter" || *q == "torch.nn.parameter.Parameter");
+  };
+  const TSNode types = unparenthesize(args[1]);
+  if (!is_type(types, "tuple")) return tensor_type(types);
+  const std::vector<TSNode> each = pattern_parts(types);
+  return !each.empty() && std::all_of(each.begin(), each.end(), tensor_type);
+}
+
+bool SemanticModel::narrowed_to_tensor(TSNode read, const std::string& name, const FunctionInfo& fn) const {
+  if (!fn.isinstance_tested.count(name) || ts_node_is_null(fn.node)) return false;
+  const auto found = fn.binding_nodes.find(name);
+  // Whether a binding of the name runs between byte `from` and the read.
+  auto rebound_since = [&](uint32_t from) {
+    if (found == fn.binding_nodes.end()) return false;
+    return std::any_of(found->second.begin(), found->second.end(), [&](TSNode b) {
+      return ts_node_start_byte(b) >= from && ts_node_start_byte(b) < ts_node_start_byte(read) &&
+             !(inside(read, b) && read_before_binding(b));
+    });
+  };
+  auto negated_test = [&](TSNode condition) {
+    condition = unparenthesize(condition);
+    return is_type(condition, "not_operator") && tests_tensor(field(condition, "argument"), name);
+  };
+  TSNode child = read;
+  for (TSNode n = ts_node_parent(read); !ts_node_is_null(n) && !ts_node_eq(n, fn.node);
+       child = n, n = ts_node_parent(n)) {
+    const std::string_view t = type_of(n);
+    if ((t == "if_statement" || t == "elif_clause") && ts_node_eq(child, field(n, "consequence")) &&
+        tests_tensor(field(n, "condition"), name))
+      return !rebound_since(ts_node_start_byte(child));
+    if (t == "boolean_operator" && document_.node_text(field(n, "operator")) == "and" &&
+        ts_node_eq(child, field(n, "right")) && tests_tensor(field(n, "left"), name))
+      return !rebound_since(ts_node_start_byte(child));
+    if (t == "conditional_expression") {
+      const std::vector<TSNode> parts = pattern_parts(n);  // value, test, alternative
+      if (parts.size() == 3 && ts_node_eq(child, parts[0]) && tests_tensor(parts[1], name))
+        return !rebound_since(ts_node_start_byte(n));
+    }
+    if (t == "else_clause" && is_type(ts_node_parent(n), "if_statement") &&
+        negated_test(field(ts_node_parent(n), "condition")))
+      return !rebound_since(ts_node_start_byte(n));
+    if (t == "block") {
+      // A guard before it: `if not isinstance(x, torch.Tensor): raise ...` (or return, continue, break).
+      for (TSNode statement : named_children(n)) {
+        if (ts_node_start_byte(statement) >= ts_node_start_byte(child)) break;
+        if (!is_type(statement, "if_statement") || !ts_node_is_null(field(statement, "alternative")) ||
+            !negated_test(field(statement, "condition")))
+          continue;
+        const std::vector<TSNode> body = named_children(field(statement, "consequence"));
+        if (body.empty()) continue;
+        const std::string_view last = type_of(body.back());
+        if ((last == "raise_statement" || last == "return_statement" || last == "continue_statement" ||
+             last == "break_statement") &&
+            !rebound_since(ts_node_end_byte(statement)))
+          return true;
+      }
+    }
+  }
+  return false;
+}
+
 ValueKind SemanticModel::kind_of(TSNode expr, const FunctionInfo& fn) const {
   expr = unparenthesize(expr);
   if (ts_node_is_null(expr)) return ValueKind::Unknown;
@@ -1709,6 +1953,16 @@ ValueKind SemanticModel::kind_of(TSNode expr, const FunctionInfo& fn) const {
   if (t == "identifier") {
     std::string name = text_of(document_, expr);
     ValueKind k = name_kind(name, fn);
+    const bool comprehension_variable = std::any_of(comprehension_scope.begin(), comprehension_scope.end(),
+                                                    [&](const auto& v) { return v.first == name; });
+    if (!comprehension_variable) {
+      // Flow refines what the whole function proves: `isinstance(x, torch.Tensor)` tested true, and where
+      // the bindings of a name disagree (a tuple here, a tensor there), the ones that reach this read.
+      if (k != ValueKind::Tensor && narrowed_to_tensor(expr, name, fn)) return ValueKind::Tensor;
+      if (k == ValueKind::Unknown && fn.locals.count(name)) {
+        if (std::optional<ValueKind> here = kind_at(expr, name, fn)) k = *here;
+      }
+    }
     if (k == ValueKind::Unknown) {
       if (auto it = module_globals_.find(name); it != module_globals_.end()) return it->second;
     }

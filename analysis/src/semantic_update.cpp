@@ -176,6 +176,7 @@ const FunctionInfo* SemanticModel::update_after_edit(const Document::Changes& ed
       f->node = TSNode{};
       f->body_nodes.clear();
       f->assignments.clear();
+      f->binding_nodes.clear();
       f->memo.clear();
     }
     shift_range(f->entry_range);

@@ -158,6 +158,12 @@ struct FunctionInfo {
   ValueKind declared_return = ValueKind::Unknown;     // what its return annotation says (`-> int`: Static)
   // Names the body subscripts in several dimensions with a slice (`x[:, 0]`), read in the same pass.
   std::unordered_set<std::string> indexed_in_several_dimensions;
+  // The nodes of the body that bind each name (assignments, augmented assignments, for statements,
+  // comprehensions, `name.append(...)`), in source order: read from the syntax with body_nodes. The kind of
+  // a name at one place is folded from the bindings that reach it there (SemanticModel::kind_at).
+  std::unordered_map<std::string, std::vector<TSNode>> binding_nodes;
+  // The kind each parameter holds on entry (its annotation, default or callers), in the last pass.
+  std::unordered_map<std::string, ValueKind> param_kinds;
 
   // What other functions see of this one, pass by pass of the fixpoint (for incremental updates):
   std::array<ValueKind, kMaxInferencePasses> return_by_pass{};
@@ -306,6 +312,20 @@ class SemanticModel {
   ValueKind element_kind(TSNode iterable, const FunctionInfo& function) const;
   ValueKind comprehension_kind(TSNode comprehension, const FunctionInfo& function) const;
   ValueKind name_kind(std::string_view name, const FunctionInfo& function) const;
+  // What `node` (one of FunctionInfo::body_nodes) binds, through `bind`; `assignments`, when given, collects
+  // the right-hand sides of simple `name = expr` assignments.
+  void bind_statement(TSNode node, const FunctionInfo& function, const Bind& bind,
+                      std::unordered_map<std::string, std::vector<TSNode>>* assignments) const;
+  // Flow: the kind of local `name` where `read` reads it, joined over the bindings that reach that place
+  // (and the parameter's value on entry). nullopt when it has fewer than two bindings or none reaches.
+  std::optional<ValueKind> kind_at(TSNode read, const std::string& name, const FunctionInfo& function) const;
+  // The kind `binding` gives `name`; nullopt when it binds no such local.
+  std::optional<ValueKind> binding_kind(TSNode binding, const std::string& name, const FunctionInfo& function) const;
+  // `read` is where `isinstance(name, torch.Tensor)` (or `torch.is_tensor(name)`) was tested true, with no
+  // binding of `name` in between.
+  bool narrowed_to_tensor(TSNode read, const std::string& name, const FunctionInfo& function) const;
+  // `test` (an and-chain) holds only when `name` is a tensor.
+  bool tests_tensor(TSNode test, const std::string& name) const;
 
   const Document& document_;
   std::vector<SkippedRegion> skipped_;
