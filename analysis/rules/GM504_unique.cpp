@@ -11,9 +11,12 @@ const RuleInfo kInfo{
     .summary = "`unique` has a data-dependent output shape",
     .explanation = "How many distinct values a tensor holds depends on its data: Dynamo breaks the graph at `unique`.",
     .registry_id = "GB0036",
-    .fix_summary = "No automatic fix: compute counts densely (`bincount` with `minlength`, one-hot sums).",
+    .fix_summary =
+        "No automatic fix: compute counts densely over a known number of values (`scatter_add_` into "
+        "`zeros(num_classes)`, one-hot sums); `bincount` breaks too, even with `minlength`.",
     .example_bad = "labels = targets.unique()",
-    .example_good = "counts = torch.bincount(targets, minlength=num_classes)",
+    .example_good =
+        "counts = torch.zeros(num_classes, dtype=torch.long).scatter_add_(0, targets, torch.ones_like(targets))",
     .fixable = false,
 };
 

@@ -27,6 +27,7 @@ const Rule& rule_GM502();
 const Rule& rule_GM503();
 const Rule& rule_GM504();
 const Rule& rule_GM505();
+const Rule& rule_GM506();
 const Rule& rule_GM601();
 const Rule& rule_GM602();
 const Rule& rule_GM603();
@@ -50,9 +51,9 @@ const std::vector<const Rule*>& registered_rules() {
       &rule_GM101(), &rule_GM102(), &rule_GM103(), &rule_GM104(), &rule_GM105(), &rule_GM201(), &rule_GM202(),
       &rule_GM203(), &rule_GM204(), &rule_GM205(), &rule_GM301(), &rule_GM302(), &rule_GM401(), &rule_GM402(),
       &rule_GM403(), &rule_GM404(), &rule_GM405(), &rule_GM406(), &rule_GM501(), &rule_GM502(), &rule_GM503(),
-      &rule_GM504(), &rule_GM505(), &rule_GM601(), &rule_GM602(), &rule_GM603(), &rule_GM604(), &rule_GM605(),
-      &rule_GM606(), &rule_GM607(), &rule_GM608(), &rule_GM609(), &rule_GM610(), &rule_GM611(), &rule_GM612(),
-      &rule_GM613(), &rule_GM614(), &rule_GM615(), &rule_GM616(),
+      &rule_GM504(), &rule_GM505(), &rule_GM506(), &rule_GM601(), &rule_GM602(), &rule_GM603(), &rule_GM604(),
+      &rule_GM605(), &rule_GM606(), &rule_GM607(), &rule_GM608(), &rule_GM609(), &rule_GM610(), &rule_GM611(),
+      &rule_GM612(), &rule_GM613(), &rule_GM614(), &rule_GM615(), &rule_GM616(),
   };
   return rules;
 }
