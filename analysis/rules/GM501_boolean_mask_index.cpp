@@ -28,11 +28,9 @@ const RuleInfo kInfo{
 };
 
 void check(RuleContext& ctx, const Visit& v) {
-  // Stores through a mask (`x[m] = 0`) keep static shapes; only reads break.
+  // Stores through a mask (`x[m] = 0`) keep static shapes; only reads break (`x[m] += 1` reads first).
   TSNode parent = v.ancestor(0);
-  if ((is_type(parent, "assignment") || is_type(parent, "augmented_assignment")) &&
-      ts_node_eq(field(parent, "left"), v.node))
-    return;
+  if (is_type(parent, "assignment") && ts_node_eq(field(parent, "left"), v.node)) return;
   if (ctx.model.kind_of(field(v.node, "value"), v.function) != ValueKind::Tensor) return;
   // The mask may stand in any index position: `x[mask]`, `x[:, mask]`, `x[..., mask]`.
   const std::vector<TSNode> parts = named_children(v.node);

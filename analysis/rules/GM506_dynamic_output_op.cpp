@@ -23,9 +23,10 @@ const RuleInfo kInfo{
         "operator (torchvision registers `nms` with an unbacked output size). `repeat_interleave` with "
         "`output_size=` given, or with an int of repeats, keeps a static size and does not break.",
     .registry_id = "GB0036",
-    .fix_summary = "No automatic fix: give `repeat_interleave` its `output_size=` when it is known; count with a "
-                   "fixed number of bins (`scatter_add_` into `zeros(num_bins)`); run NMS outside the "
-                   "compiled region or keep a fixed number of boxes (`topk`).",
+    .fix_summary =
+        "No automatic fix: give `repeat_interleave` its `output_size=` when it is known; count with a "
+        "fixed number of bins (`scatter_add_` into `zeros(num_bins)`); run NMS outside the "
+        "compiled region or keep a fixed number of boxes (`topk`).",
     .example_bad = "counts = torch.bincount(labels, minlength=num_classes)",
     .example_good =
         "counts = torch.zeros(num_classes, dtype=torch.long).scatter_add_(0, labels, torch.ones_like(labels))",
@@ -83,7 +84,8 @@ void check(RuleContext& ctx, const Visit& v) {
       what = "repeat_interleave";
   }
   if (what.empty()) return;
-  std::string message = "`" + what + "` returns a size read from the data: Dynamo breaks the graph here (Dynamic "
+  std::string message = "`" + what +
+                        "` returns a size read from the data: Dynamo breaks the graph here (Dynamic "
                         "shape operator).";
   if (what == "repeat_interleave")
     message += " Giving `output_size=` (the sum of the repeats, when known) keeps it in the graph.";

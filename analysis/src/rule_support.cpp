@@ -105,15 +105,48 @@ bool is_bool_tensor(const RuleContext& ctx, TSNode expr, const FunctionInfo& fn,
            is_bool_tensor(ctx, field(expr, "right"), fn, depth + 1);
   }
   if (t == "call") {
-    static constexpr std::array<std::string_view, 16> kBoolOps{
-        "bool",        "isnan",       "isinf", "isfinite", "isneginf", "isposinf", "logical_and", "logical_or",
-        "logical_not", "logical_xor", "eq",    "ne",       "gt",       "lt",       "ge",          "le"};
+    static constexpr std::array<std::string_view, 18> kBoolOps{
+        "bool",        "isnan", "isinf", "isfinite", "isneginf", "isposinf", "logical_and", "logical_or", "logical_not",
+        "logical_xor", "eq",    "ne",    "gt",       "lt",       "ge",       "le",          "any",        "all"};
+    // Methods that move, copy or reshape elements and keep the dtype: a mask stays a mask.
+    static constexpr std::array<std::string_view, 26> kDtypeKeeping{"unsqueeze",    "squeeze",
+                                                                    "repeat",       "expand",
+                                                                    "expand_as",    "view",
+                                                                    "view_as",      "reshape",
+                                                                    "reshape_as",   "permute",
+                                                                    "transpose",    "flatten",
+                                                                    "unflatten",    "movedim",
+                                                                    "contiguous",   "clone",
+                                                                    "detach",       "flip",
+                                                                    "roll",         "t",
+                                                                    "narrow",       "select",
+                                                                    "index_select", "cpu",
+                                                                    "cuda",         "repeat_interleave"};
+    // `dtype=torch.bool` among the arguments (`torch.zeros(n, dtype=torch.bool)`, `.to(torch.bool)`).
+    auto asks_bool = [&] {
+      for (TSNode a : named_children(field(expr, "arguments"))) {
+        TSNode value = is_type(a, "keyword_argument") ? field(a, "value") : a;
+        if (is_type(a, "keyword_argument") && ctx.text(field(a, "name")) != "dtype") continue;
+        if (const auto q = ctx.model.qualified_name(value); q && *q == "torch.bool") return true;
+      }
+      return false;
+    };
     std::string method = tensor_method(ctx, expr, fn);
-    if (!method.empty()) return std::find(kBoolOps.begin(), kBoolOps.end(), method) != kBoolOps.end();
+    if (!method.empty()) {
+      if (std::find(kBoolOps.begin(), kBoolOps.end(), method) != kBoolOps.end()) return true;
+      if (method == "to" || method == "type") return asks_bool();
+      if (std::find(kDtypeKeeping.begin(), kDtypeKeeping.end(), method) != kDtypeKeeping.end())
+        return is_bool_tensor(ctx, field(unparenthesize(field(expr, "function")), "object"), fn, depth + 1);
+      return false;
+    }
     std::string q = callee_qualified(ctx, expr);
     if (q.starts_with("torch.")) {
       std::string_view last = std::string_view(q).substr(q.rfind('.') + 1);
-      return std::find(kBoolOps.begin(), kBoolOps.end(), last) != kBoolOps.end();
+      if (std::find(kBoolOps.begin(), kBoolOps.end(), last) != kBoolOps.end()) return true;
+      static constexpr std::array<std::string_view, 8> kFactories{"zeros",      "ones",      "empty",      "full",
+                                                                  "zeros_like", "ones_like", "empty_like", "full_like"};
+      if (q.rfind('.') == 5 && std::find(kFactories.begin(), kFactories.end(), last) != kFactories.end())
+        return asks_bool();
     }
     return false;
   }

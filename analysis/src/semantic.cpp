@@ -337,6 +337,67 @@ void record_bindings(const Document& document, TSNode node,
   }
 }
 
+// A PEP 484 function type comment, `# type: (A, B) -> R`, on the line after the header: the top-level
+// comma-separated annotations inside the parentheses (`*args` and `**kwargs` marks dropped) and R.
+void read_type_comment(const Document& document, TSNode definition, std::vector<std::string>& params,
+                       std::string& returns) {
+  params.clear();
+  returns.clear();
+  const TSNode body = field(definition, "body");
+  if (ts_node_is_null(body)) return;
+  TSNode comment{};
+  for (TSNode c : named_children(body)) {
+    if (is_type(c, "comment")) comment = c;
+    break;
+  }
+  if (ts_node_is_null(comment)) {
+    // tree-sitter may hang the comment before the block on the definition itself.
+    for (TSNode c : named_children(definition)) {
+      if (is_type(c, "comment") && ts_node_start_byte(c) < ts_node_start_byte(body)) comment = c;
+    }
+  }
+  if (ts_node_is_null(comment)) return;
+  std::string_view text = document.node_text(comment);
+  text.remove_prefix(1);  // '#'
+  while (!text.empty() && text.front() == ' ') text.remove_prefix(1);
+  if (!text.starts_with("type:")) return;
+  text.remove_prefix(5);
+  while (!text.empty() && text.front() == ' ') text.remove_prefix(1);
+  if (text.empty() || text.front() != '(') return;
+  int depth = 0;
+  size_t start = 1, close = std::string_view::npos;
+  std::vector<std::string> parts;
+  auto add = [&](size_t from, size_t to) {
+    std::string_view part = text.substr(from, to - from);
+    while (!part.empty() && (part.front() == ' ' || part.front() == '*')) part.remove_prefix(1);
+    while (!part.empty() && part.back() == ' ') part.remove_suffix(1);
+    if (!part.empty()) parts.emplace_back(part);
+  };
+  for (size_t i = 0; i < text.size(); ++i) {
+    const char ch = text[i];
+    if (ch == '(' || ch == '[') ++depth;
+    if (ch == ')' || ch == ']') --depth;
+    if (depth == 1 && ch == ',') {
+      add(start, i);
+      start = i + 1;
+    }
+    if (depth == 0) {
+      close = i;
+      break;
+    }
+  }
+  if (close == std::string_view::npos) return;
+  add(start, close);
+  std::string_view rest = text.substr(close + 1);
+  const size_t arrow = rest.find("->");
+  if (arrow == std::string_view::npos) return;
+  rest.remove_prefix(arrow + 2);
+  while (!rest.empty() && rest.front() == ' ') rest.remove_prefix(1);
+  while (!rest.empty() && (rest.back() == ' ' || rest.back() == '\r')) rest.remove_suffix(1);
+  params = std::move(parts);
+  returns = std::string(rest);
+}
+
 template <class F>
 void for_each_body_node(const FunctionInfo& fn, F&& visit) {
   for (TSNode n : fn.body_nodes) visit(n);
@@ -667,8 +728,10 @@ void SemanticModel::read_function(FunctionInfo& fn, TSNode definition) {
   fn.isinstance_tested.clear();
   fn.binding_nodes.clear();
   const TSNode returns = field(definition, "return_type");
-  fn.declared_return =
-      ts_node_is_null(returns) ? ValueKind::Unknown : read_annotation(document_.node_text(returns)).kind;
+  read_type_comment(document_, definition, fn.comment_param_types, fn.comment_return_type);
+  fn.declared_return = !ts_node_is_null(returns)         ? read_annotation(document_.node_text(returns)).kind
+                       : !fn.comment_return_type.empty() ? read_annotation(fn.comment_return_type).kind
+                                                         : ValueKind::Unknown;
   if (ts_node_is_null(body)) return;
   // One cursor pass, no allocation per node: the passes over a function read only these nodes.
   walk_preorder(body, [&](TSNode node) {
@@ -1122,19 +1185,29 @@ void SemanticModel::infer_locals(FunctionInfo& fn) {
     auto t = type_of(p);
     std::string name;
     ValueKind kind = ValueKind::Unknown;
+    // Unannotated parameters take their type comment's annotation, if any (after self/cls, counted below).
+    auto commented = [&]() -> ValueKind {
+      const size_t index = fn.params.size();  // before this one is pushed (self/cls are never pushed)
+      if (fn.comment_param_types.empty() || (is_method && first && (name == "self" || name == "cls")))
+        return ValueKind::Unknown;
+      return index < fn.comment_param_types.size() ? annotation_kind(fn.comment_param_types[index])
+                                                   : ValueKind::Unknown;
+    };
     if (t == "identifier") {
       name = text_of(document_, p);
+      kind = commented();
     } else if (t == "typed_parameter" || t == "typed_default_parameter") {
       TSNode id = t == "typed_parameter" ? ts_node_named_child(p, 0) : field(p, "name");
       name = text_of(document_, id);
       kind = annotation_kind(document_.node_text(field(p, "type")));
     } else if (t == "default_parameter") {
       name = text_of(document_, field(p, "name"));
+      kind = commented();
       TSNode value = field(p, "value");
       auto vt = type_of(value);
       if (vt == "true" || vt == "false" || vt == "integer" || vt == "float" || vt == "string") kind = ValueKind::Static;
       // Optional inputs named like Hugging Face tensors (attention_mask=None, position_ids=None, labels=None).
-      if (vt == "none" && !looks_like_flag(name)) {
+      if (vt == "none" && kind == ValueKind::Unknown && !looks_like_flag(name)) {
         std::string_view n = name;
         if (n == "mask" || n.ends_with("_mask") || n.ends_with("_ids") || n.ends_with("_states") ||
             n.ends_with("_embeds") || n == "labels" || n.ends_with("_values") || n.ends_with("_features") ||
@@ -1254,8 +1327,10 @@ void SemanticModel::infer_locals(FunctionInfo& fn) {
   fn.return_elements = tuples_only && saw_return ? std::move(elements) : std::vector<ValueKind>{};
   // A return annotation is the author's word where the body proves nothing; a tensor the body returns
   // wins over an annotation that says otherwise (`-> bool` over `return torch.all(a == b)`).
-  if (TSNode annotation = field(fn.node, "return_type"); !ts_node_is_null(annotation)) {
-    AnnotatedType declared = read_annotation(document_.node_text(annotation));
+  if (TSNode annotation = field(fn.node, "return_type");
+      !ts_node_is_null(annotation) || !fn.comment_return_type.empty()) {
+    AnnotatedType declared = read_annotation(ts_node_is_null(annotation) ? std::string_view(fn.comment_return_type)
+                                                                         : document_.node_text(annotation));
     if (declared.kind != ValueKind::Unknown && fn.return_kind != ValueKind::Tensor) fn.return_kind = declared.kind;
     if (fn.return_elements.empty()) {
       fn.return_elements = std::move(declared.elements);
@@ -2154,9 +2229,11 @@ bool SemanticModel::takes_tensors(const FunctionInfo& f) const {
   bool any = false;
   for_each_named_child(field(f.node, "parameters"), [&](TSNode p) {
     if (!is_type(p, "typed_parameter") && !is_type(p, "typed_default_parameter")) return;
-    any = any || annotation_kind(document_.node_text(field(p, "type"))) == ValueKind::Tensor;
+    any = any || tensor_valued(annotation_kind(document_.node_text(field(p, "type"))));
   });
-  return any;
+  // Or in a type comment (`# type: (List[Tensor], int) -> Tensor`).
+  return any || std::any_of(f.comment_param_types.begin(), f.comment_param_types.end(),
+                            [](const std::string& type) { return tensor_valued(annotation_kind(type)); });
 }
 
 void SemanticModel::mark_compiled_regions(Scope scope) {

@@ -156,6 +156,10 @@ struct FunctionInfo {
   std::vector<TSNode> body_nodes;
   std::unordered_set<std::string> isinstance_tested;  // names `isinstance(name, ...)` tests in the body
   ValueKind declared_return = ValueKind::Unknown;     // what its return annotation says (`-> int`: Static)
+  // A PEP 484 type comment under the header (`# type: (List[Tensor], int) -> Tensor`, as TorchScript-era code
+  // such as torchvision writes): the annotation of each parameter after self/cls, and of the return.
+  std::vector<std::string> comment_param_types;
+  std::string comment_return_type;
   // Names the body subscripts in several dimensions with a slice (`x[:, 0]`), read in the same pass.
   std::unordered_set<std::string> indexed_in_several_dimensions;
   // The nodes of the body that bind each name (assignments, augmented assignments, for statements,
