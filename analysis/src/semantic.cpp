@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <cstring>
 #include <functional>
 #include <unordered_set>
@@ -409,6 +410,7 @@ SemanticModel::SemanticModel(const Document& document, Scope scope,
                              const std::vector<std::string>& traced_from_workspace)
     : document_(document) {
   timing::Scope building(timing::Phase::Semantic);
+  new_flow_generation();
   scope_ = scope;
   CalleeCache callees;
   callee_cache_ = &callees;
@@ -482,6 +484,7 @@ SemanticModel::SemanticModel(const Document& document, Scope scope,
     }
   }
   infer_class_attributes();
+  new_flow_generation();
   // Locals depend on callee return kinds and callers' argument kinds: iterate to a small fixpoint.
   // What each function shows the others in each pass is recorded for incremental updates.
   std::vector<ResolvedCalls> calls;
@@ -510,6 +513,7 @@ SemanticModel::SemanticModel(const Document& document, Scope scope,
       break;
   }
   mark_compiled_regions(scope);
+  new_flow_generation();
   for (auto& f : functions_) {
     if (f->compiled) f->imported_calls = imported_calls(*f);
   }
@@ -727,6 +731,9 @@ void SemanticModel::read_function(FunctionInfo& fn, TSNode definition) {
   fn.indexed_in_several_dimensions.clear();
   fn.isinstance_tested.clear();
   fn.binding_nodes.clear();
+  fn.loop_ranges.clear();
+  fn.if_statements.clear();
+  fn.assignment_blocks.clear();
   const TSNode returns = field(definition, "return_type");
   read_type_comment(document_, definition, fn.comment_param_types, fn.comment_return_type);
   fn.declared_return = !ts_node_is_null(returns)         ? read_annotation(document_.node_text(returns)).kind
@@ -747,6 +754,17 @@ void SemanticModel::read_function(FunctionInfo& fn, TSNode definition) {
       if (is_type(subject, "identifier")) fn.isinstance_tested.insert(text_of(document_, subject));
     }
     if (ts_node_is_named(node)) record_bindings(document_, node, fn.binding_nodes);
+    if (t == "for_statement") fn.loop_ranges.push_back(node_range(field(node, "body")));
+    if (t == "while_statement") fn.loop_ranges.push_back(node_range(node));
+    if (t == "if_statement") {
+      FunctionInfo::IfClauses clauses{node_range(node), {node_range(field(node, "consequence"))}};
+      for (TSNode c : named_children(node)) {
+        if (is_type(c, "elif_clause") || is_type(c, "else_clause")) clauses.clauses.push_back(node_range(c));
+      }
+      fn.if_statements.push_back(std::move(clauses));
+    }
+    if ((t == "assignment" || t == "augmented_assignment") && is_type(ts_node_parent(node), "expression_statement"))
+      fn.assignment_blocks[ts_node_start_byte(node)] = node_range(ts_node_parent(ts_node_parent(node)));
     if (t == "subscript" && is_type(field(node, "value"), "identifier") && indexes_in_several_dimensions(node))
       fn.indexed_in_several_dimensions.insert(text_of(document_, field(node, "value")));
     return Walk::Descend;
@@ -1053,6 +1071,7 @@ void SemanticModel::infer_class_attributes() {
 }
 
 std::vector<AttributeEffect> SemanticModel::attribute_effects(const FunctionInfo& method) const {
+  new_flow_generation();  // class facts change between the methods read
   std::vector<AttributeEffect> out;
   for_each_body_node(method, [&](TSNode node) {
     if (is_type(node, "assignment")) {
@@ -1173,6 +1192,7 @@ ValueKind SemanticModel::attribute_kind(const ClassInfo* cls, const std::string&
 }
 
 void SemanticModel::infer_locals(FunctionInfo& fn) {
+  new_flow_generation();
   // Parameters.
   fn.params.clear();
   fn.assignments.clear();
@@ -1834,13 +1854,49 @@ namespace {
 // most this many levels, each level a read in a binding's right-hand side.
 constexpr int kMaxFlowDepth = 24;
 
+// Model states, numbered across all models: a cached flow answer holds only for the state it was computed in.
+std::atomic<uint64_t> flow_generations{0};
+
 // Per thread (models are read by several threads at once): the bindings whose kind is being computed (a
-// loop carries a binding back to its own right-hand side: that path adds nothing new, so it is cut), and
-// the kinds computed during one outermost query, so that each binding is read once per query.
+// loop carries a binding back to its own right-hand side: that path adds nothing new, so it is cut), how
+// many cuts were made (an answer computed under a cut is not cached), and the answers of one model state.
 struct FlowState {
   int depth = 0;
+  uint64_t cuts = 0;
   std::vector<std::pair<const void*, uint32_t>> in_progress;
-  std::unordered_map<std::string, std::optional<ValueKind>> kinds;
+  uint64_t generation = 0;
+  struct Key {
+    const void* fn;
+    uint32_t start;
+    bool read;  // a read (kind_at) or a binding (binding_kind)
+    std::string name;
+    bool operator==(const Key&) const = default;
+  };
+  struct KeyHash {
+    size_t operator()(const Key& k) const {
+      return ((std::hash<const void*>()(k.fn) * 31 + k.start) * 31 + k.read) * 31 + std::hash<std::string>()(k.name);
+    }
+  };
+  std::unordered_map<Key, std::optional<ValueKind>, KeyHash> answers;
+  // Answers computed under a cut: they hold for the outermost query that computed them (so that each
+  // binding is read once per query), not beyond it.
+  std::unordered_map<Key, std::optional<ValueKind>, KeyHash> query_answers;
+  const std::optional<ValueKind>* find(const Key& key) {
+    if (auto it = answers.find(key); it != answers.end()) return &it->second;
+    if (auto it = query_answers.find(key); it != query_answers.end()) return &it->second;
+    return nullptr;
+  }
+  void store(Key key, std::optional<ValueKind> kind, bool cut) {
+    (cut ? query_answers : answers).emplace(std::move(key), kind);
+  }
+  std::unordered_map<Key, std::optional<ValueKind>, KeyHash>& for_generation(uint64_t g) {
+    if (g != generation) {
+      answers.clear();
+      query_answers.clear();
+      generation = g;
+    }
+    return answers;
+  }
 };
 thread_local FlowState flow_state;
 
@@ -1848,38 +1904,48 @@ bool inside(TSNode inner, TSNode outer) {
   return !ts_node_is_null(outer) && ts_node_start_byte(outer) <= ts_node_start_byte(inner) &&
          ts_node_end_byte(inner) <= ts_node_end_byte(outer);
 }
+bool inside(TSNode inner, ByteRange outer) { return outer.contains(node_range(inner)); }
 
-// The innermost loop of `function` that runs `binding` and, in a later iteration, `read`: a while loop
-// holding both (its test runs each iteration), or a for loop whose body holds both.
-TSNode carrying_loop(TSNode binding, TSNode read, TSNode function) {
-  for (TSNode n = ts_node_parent(binding); !ts_node_is_null(n) && !ts_node_eq(n, function); n = ts_node_parent(n)) {
-    if (is_type(n, "while_statement") && inside(read, n)) return n;
-    if (is_type(n, "for_statement") && inside(read, field(n, "body")) && inside(binding, field(n, "body"))) return n;
+// The innermost loop of the function that runs `binding` and, in a later iteration, `read` (what it repeats
+// holds both: a while loop whole, a for loop's body), or nullptr.
+const ByteRange* carrying_loop(TSNode binding, TSNode read, const FunctionInfo& fn) {
+  const ByteRange* innermost = nullptr;
+  for (const ByteRange& loop : fn.loop_ranges) {
+    if (inside(binding, loop) && inside(read, loop) && (!innermost || innermost->contains(loop))) innermost = &loop;
   }
-  return TSNode{};
+  return innermost;
 }
 
-// `binding` and `read` sit in different branches of one if statement.
-bool in_other_branch(TSNode binding, TSNode read, TSNode function) {
-  TSNode child = binding;
-  for (TSNode n = ts_node_parent(binding); !ts_node_is_null(n) && !ts_node_eq(n, function);
-       child = n, n = ts_node_parent(n)) {
-    if (is_type(n, "if_statement") && inside(read, n) && !inside(read, child)) return true;
+// Whether `read` sits in a loop of the function at all (else no binding after it can reach it).
+bool in_loop(TSNode read, const FunctionInfo& fn) {
+  return std::any_of(fn.loop_ranges.begin(), fn.loop_ranges.end(),
+                     [&](const ByteRange& loop) { return inside(read, loop); });
+}
+
+// `binding` and `read` sit in different clauses of one if statement.
+bool in_other_branch(TSNode binding, TSNode read, const FunctionInfo& fn) {
+  for (const FunctionInfo::IfClauses& s : fn.if_statements) {
+    if (!inside(binding, s.whole) || !inside(read, s.whole)) continue;
+    for (const ByteRange& clause : s.clauses) {
+      if (inside(binding, clause) && !inside(read, clause)) return true;
+    }
   }
   return false;
 }
 
-// A plain assignment of the name runs on every path from byte `from` to `read`: it starts at or after
-// `from`, ends before `read`, and is a statement of a block that holds `read`.
-bool killed(uint32_t from, TSNode read, const std::vector<TSNode>& bindings) {
-  for (TSNode k : bindings) {
-    if (!is_type(k, "assignment") && !is_type(k, "augmented_assignment")) continue;
-    if (ts_node_start_byte(k) < from || ts_node_end_byte(k) > ts_node_start_byte(read)) continue;
-    if (is_type(k, "assignment") && ts_node_is_null(field(k, "right"))) continue;  // `x: int` binds nothing
-    const TSNode statement = ts_node_parent(k);
-    if (is_type(statement, "expression_statement") && inside(read, ts_node_parent(statement))) return true;
-  }
-  return false;
+// A plain assignment `k` runs on every path from where it stands to `read`: it is a statement of a block
+// that holds `read`, and ends before it.
+bool dominates(TSNode k, TSNode read, const FunctionInfo& fn) {
+  if (ts_node_end_byte(k) > ts_node_start_byte(read)) return false;
+  if (is_type(k, "assignment") && ts_node_is_null(field(k, "right"))) return false;  // `x: int` binds nothing
+  const auto block = fn.assignment_blocks.find(ts_node_start_byte(k));
+  return block != fn.assignment_blocks.end() && inside(read, block->second);
+}
+
+// Some binding from byte `from` on runs on every path from there to `read`.
+bool killed(uint32_t from, TSNode read, const std::vector<TSNode>& bindings, const FunctionInfo& fn) {
+  return std::any_of(bindings.begin(), bindings.end(),
+                     [&](TSNode k) { return ts_node_start_byte(k) >= from && dominates(k, read, fn); });
 }
 
 // The read is part of what `binding` evaluates before it binds (a right-hand side, an appended value).
@@ -1888,13 +1954,19 @@ bool read_before_binding(TSNode binding) {
 }
 }  // namespace
 
+void SemanticModel::new_flow_generation() const { flow_generation_ = ++flow_generations; }
+
 std::optional<ValueKind> SemanticModel::binding_kind(TSNode binding, const std::string& name,
                                                      const FunctionInfo& fn) const {
+  flow_state.for_generation(flow_generation_);
+  FlowState::Key key{&fn, ts_node_start_byte(binding), false, name};
+  if (const std::optional<ValueKind>* known = flow_state.find(key)) return *known;
   const std::pair<const void*, uint32_t> id{binding.id, ts_node_start_byte(binding)};
-  std::string key = std::to_string(reinterpret_cast<uintptr_t>(&fn)) + ':' + std::to_string(id.second) + ':' + name;
-  if (auto it = flow_state.kinds.find(key); it != flow_state.kinds.end()) return it->second;
-  if (std::find(flow_state.in_progress.begin(), flow_state.in_progress.end(), id) != flow_state.in_progress.end())
+  if (std::find(flow_state.in_progress.begin(), flow_state.in_progress.end(), id) != flow_state.in_progress.end()) {
+    ++flow_state.cuts;
     return std::nullopt;
+  }
+  const uint64_t cuts = flow_state.cuts;
   flow_state.in_progress.push_back(id);
   std::optional<ValueKind> kind;
   bind_statement(
@@ -1904,7 +1976,8 @@ std::optional<ValueKind> SemanticModel::binding_kind(TSNode binding, const std::
       },
       nullptr);
   flow_state.in_progress.pop_back();
-  flow_state.kinds.emplace(std::move(key), kind);
+  flow_state.for_generation(flow_generation_);
+  flow_state.store(std::move(key), kind, flow_state.cuts != cuts);
   return kind;
 }
 
@@ -1916,35 +1989,54 @@ std::optional<ValueKind> SemanticModel::kind_at(TSNode read, const std::string& 
   const auto param = fn.param_kinds.find(name);
   const bool is_param = param != fn.param_kinds.end();
   if (bindings.size() + (is_param ? 1 : 0) < 2 || flow_state.depth >= kMaxFlowDepth) return std::nullopt;
+  FlowState::Key key{&fn, ts_node_start_byte(read), true, name};
+  flow_state.for_generation(flow_generation_);
+  if (const std::optional<ValueKind>* known = flow_state.find(key)) return *known;
   struct Level {
     Level() { ++flow_state.depth; }
     ~Level() {
-      if (--flow_state.depth == 0) flow_state.kinds.clear();
+      if (--flow_state.depth == 0) flow_state.query_answers.clear();
     }
   } level;
+  const uint64_t cuts = flow_state.cuts;
   std::optional<ValueKind> joined;
-  auto join = [&](ValueKind k) { joined = joined ? merge(*joined, k) : k; };
+  auto join = [&](TSNode b) {
+    if (std::optional<ValueKind> k = binding_kind(b, name, fn)) joined = joined ? merge(*joined, *k) : *k;
+  };
   const uint32_t read_start = ts_node_start_byte(read);
-  for (TSNode b : bindings) {
-    bool reaches = false;
+  // Before the read, latest first: a plain assignment that dominates the read hides every earlier one.
+  bool dominated = false;
+  for (auto it = bindings.rbegin(); it != bindings.rend() && !dominated; ++it) {
+    const TSNode b = *it;
     if (inside(read, b) && !read_before_binding(b)) {
       // A for loop's variables reach its body; a comprehension's reach its own expressions.
-      reaches = !is_type(b, "for_statement") ||
-                (inside(read, field(b, "body")) && !killed(ts_node_start_byte(field(b, "body")), read, bindings));
-    } else if (ts_node_end_byte(b) <= read_start) {
-      const TSNode loop = carrying_loop(b, read, fn.node);
-      reaches = !killed(ts_node_end_byte(b), read, bindings) &&
-                (!in_other_branch(b, read, fn.node) || !ts_node_is_null(loop));
-    } else {
-      // After the read (or around it): only through a loop, unless the loop body rebinds it first.
-      const TSNode loop = carrying_loop(b, read, fn.node);
-      const TSNode body = is_type(loop, "for_statement") ? field(loop, "body") : loop;
-      reaches = !ts_node_is_null(loop) && !killed(ts_node_start_byte(body), read, bindings);
+      if (!is_type(b, "for_statement") ||
+          (inside(read, field(b, "body")) && !killed(ts_node_start_byte(field(b, "body")), read, bindings, fn)))
+        join(b);
+      dominated = is_type(b, "for_statement") && inside(read, field(b, "body"));
+      continue;
     }
-    if (!reaches) continue;
-    if (std::optional<ValueKind> k = binding_kind(b, name, fn)) join(*k);
+    if (ts_node_end_byte(b) > read_start) continue;
+    if (dominates(b, read, fn)) {
+      join(b);
+      dominated = true;
+    } else if (!in_other_branch(b, read, fn) || carrying_loop(b, read, fn)) {
+      join(b);
+    }
   }
-  if (is_param && !killed(ts_node_start_byte(field(fn.node, "body")), read, bindings)) join(param->second);
+  if (is_param && !dominated) joined = joined ? merge(*joined, param->second) : param->second;
+  // After the read (or around it, a right-hand side that reads the name): only through a loop, unless the
+  // loop body rebinds it before the read.
+  if (in_loop(read, fn)) {
+    for (TSNode b : bindings) {
+      if (ts_node_end_byte(b) <= read_start && !(inside(read, b) && read_before_binding(b))) continue;
+      if (inside(read, b) && !read_before_binding(b)) continue;
+      const ByteRange* loop = carrying_loop(b, read, fn);
+      if (loop && !killed(loop->start, read, bindings, fn)) join(b);
+    }
+  }
+  flow_state.for_generation(flow_generation_);
+  flow_state.store(std::move(key), joined, flow_state.cuts != cuts);
   return joined;
 }
 

@@ -127,6 +127,7 @@ const FunctionInfo* SemanticModel::update_after_edit(const Document::Changes& ed
   // the pass-p results of the functions before it and the pass-(p-1) results of
   // those after it.
   auto show_others = [&](int pass, bool sweep) {
+    new_flow_generation();  // the kinds the others show change: cached flow answers no longer hold
     for (auto& g : functions_) {
       if (g.get() == target) continue;
       if (!sweep || g->index < target->index) {
@@ -185,6 +186,7 @@ const FunctionInfo* SemanticModel::update_after_edit(const Document::Changes& ed
   for (auto& c : classes_) c->node = TSNode{};
   for (SkippedRegion& r : skipped_) shift_range(r.range);
   memo_.clear();
+  new_flow_generation();
   compile_calls_.clear();
   for (uint32_t& start : import_starts_) start = edit.moved(start);
   for (uint32_t& start : compile_call_starts_) start = edit.moved(start);

@@ -168,6 +168,17 @@ struct FunctionInfo {
   std::unordered_map<std::string, std::vector<TSNode>> binding_nodes;
   // The kind each parameter holds on entry (its annotation, default or callers), in the last pass.
   std::unordered_map<std::string, ValueKind> param_kinds;
+  // The control structure flow needs, by byte range (read with body_nodes; nested definitions left out):
+  // what a loop repeats (a for loop's body, a while loop whole), each if statement with its clauses
+  // (consequence, elifs, else), and for each plain assignment among the bindings (by start byte) the
+  // block its statement belongs to, which every path from it to a read in that block goes through.
+  struct IfClauses {
+    ByteRange whole;
+    std::vector<ByteRange> clauses;
+  };
+  std::vector<ByteRange> loop_ranges;
+  std::vector<IfClauses> if_statements;
+  std::unordered_map<uint32_t, ByteRange> assignment_blocks;
 
   // What other functions see of this one, pass by pass of the fixpoint (for incremental updates):
   std::array<ValueKind, kMaxInferencePasses> return_by_pass{};
@@ -388,6 +399,10 @@ class SemanticModel {
   std::unordered_set<std::string> compile_aliases_;
   bool exported_ = false;     // the file calls torch.export.export
   int inference_passes_ = 0;  // passes of the fixpoint the constructor ran (at most kMaxInferencePasses)
+  // The state of the kinds, numbered across models: flow answers (kind_at) are cached per state. A new one
+  // starts whenever kinds may change (each inference of a function, the end of construction, an update).
+  mutable uint64_t flow_generation_ = 0;
+  void new_flow_generation() const;
   // Start bytes of every import statement and of every call whose callee text ends in "compile".
   std::vector<uint32_t> import_starts_;
   std::vector<uint32_t> compile_call_starts_;
