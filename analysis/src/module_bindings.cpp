@@ -111,6 +111,13 @@ bool is_dynamo_disable(const Document& document, TSNode expr, const QualifiedNam
     std::vector<TSNode> args = named_children(field(expr, "arguments"));
     if (args.size() < 2 || args.size() > 3) return false;
     auto module = qualified_name(args[0]);
+    // timm: `getattr(getattr(torch, "compiler", None), "disable", None)`.
+    if (!module && is_type(args[0], "call") && document.node_text(field(args[0], "function")) == "getattr") {
+      std::vector<TSNode> inner = named_children(field(args[0], "arguments"));
+      auto torch = inner.size() >= 2 && inner.size() <= 3 ? qualified_name(inner[0]) : std::nullopt;
+      if (torch && *torch == "torch" && is_string_literal(document, inner[1], "compiler")) module = "torch.compiler";
+      if (torch && *torch == "torch" && is_string_literal(document, inner[1], "_dynamo")) module = "torch._dynamo";
+    }
     return module && (*module == "torch.compiler" || *module == "torch._dynamo") &&
            is_string_literal(document, args[1], "disable");
   }

@@ -420,6 +420,12 @@ SemanticModel::SemanticModel(const Document& document, Scope scope,
   collect_imports(root);
   disable_aliases_ = dynamo_disable_aliases(document, [this](TSNode n) { return qualified_name(n); });
   collect_module_constants(root);
+  for (const std::string& name : traced_from_workspace) {
+    // "disabled:timm.layers.disable_compiler": an imported decorator that disables Dynamo (read before the
+    // definitions, whose decorators it marks).
+    if (name.starts_with(kWorkspaceDisabledPrefix))
+      workspace_disable_aliases_.insert(name.substr(kWorkspaceDisabledPrefix.size()));
+  }
   collect_definitions(root, nullptr, nullptr);
   index_definitions();
   collect_compile_call_targets();
@@ -709,7 +715,8 @@ void SemanticModel::collect_definitions(TSNode node, ClassInfo* owner, FunctionI
             raw->is_entry = true;
             raw->entry_description = "function `" + raw->name + "` decorated with @torch.compile";
             raw->entry_range = node_range(field(def, "name"));
-          } else if (*q == "torch.compiler.disable" || *q == "torch._dynamo.disable") {
+          } else if (*q == "torch.compiler.disable" || *q == "torch._dynamo.disable" ||
+                     workspace_disable_aliases_.count(*q)) {
             disabled_.insert(raw);
           }
         });
@@ -1786,6 +1793,13 @@ std::vector<std::string> workspace_answers(std::string_view module, std::string_
   const std::string name(traced_entry_function(query));
   const std::string subject = std::string(module) + "." + name;
   std::vector<std::string> out;
+  if (query.starts_with(kWorkspaceDecoratorQueryPrefix)) {
+    // `@disable_compiler` with the name imported: Dynamo is disabled there when its file binds it so.
+    const std::pair<std::string, std::string> alias{"", std::string(kWorkspaceDisableAliasPrefix) + name};
+    if (std::find(announced.begin(), announced.end(), alias) != announced.end())
+      out.push_back(std::string(kWorkspaceDisabledPrefix) + subject);
+    return out;
+  }
   if (query.starts_with(kWorkspaceBaseQueryPrefix)) {
     // `class A(Base)` with Base imported: a module when Base's file says so.
     const std::pair<std::string, std::string> module_class{"", std::string(kWorkspaceModuleClassPrefix) + name};
@@ -2556,6 +2570,21 @@ std::vector<std::pair<std::string, std::string>> SemanticModel::imported_calls_f
     if (elements)
       for (ValueKind k : f->return_elements) codes += kind_code(k);
     out.emplace_back("", std::string(kWorkspaceReturnsPrefix) + f->name + ":" + codes);
+  }
+  // Aliases of torch.compiler.disable for the files that import them, and questions about imported
+  // decorators (plain names) of this file's functions.
+  for (const std::string& alias : disable_aliases_)
+    out.emplace_back("", std::string(kWorkspaceDisableAliasPrefix) + alias);
+  std::unordered_set<std::string> asked;
+  for (const auto& f : functions_) {
+    for (const std::string& decorator : f->decorator_names) {
+      const std::optional<std::string> imported = import_of(decorator);
+      if (!imported || imported->starts_with("torch.") || !asked.insert(*imported).second) continue;
+      const auto dot = imported->rfind('.');
+      if (dot == std::string::npos || dot == 0) continue;
+      out.emplace_back(imported->substr(0, dot),
+                       std::string(kWorkspaceDecoratorQueryPrefix) + imported->substr(dot + 1));
+    }
   }
   // Module-ness for the other files: this file's module classes, and its questions about imported bases.
   // Only a class with methods here, or the base of one, asks (the answer changes nothing else, and each

@@ -327,6 +327,26 @@ def test_return_kinds_of_functions_of_other_files_type_their_calls(tmp_path):
     assert findings(pkg / "dense.py") == []
 
 
+def test_disable_aliases_of_other_files_disable_what_they_decorate(tmp_path):
+    # timm's shape: layers/typing.py binds `disable_compiler = getattr(getattr(torch, "compiler", None), "disable",
+    # None) or nullwrap`, layers/__init__.py re-exports it, and a model decorates a method with it (GB0099 where
+    # forward calls it).
+    pkg = tmp_path / "pkg"
+    (pkg / "layers").mkdir(parents=True)
+    write(pkg / "__init__.py", "")
+    write(pkg / "layers" / "__init__.py", "from .typing import disable_compiler\n")
+    write(pkg / "layers" / "typing.py", "import torch\n\n\ndef nullwrap(fn=None):\n    return fn\n\n\n"
+          "disable_compiler = getattr(getattr(torch, \"compiler\", None), \"disable\", None) or nullwrap\n")
+    write(pkg / "model.py", "from torch import nn\nfrom pkg.layers import disable_compiler\n\n\n"
+          "class Embed(nn.Module):\n    @disable_compiler\n    def resample(self, x):\n        return x * 2\n\n"
+          "    def forward(self, x):\n        return self.resample(x)\n")
+    result = findings(pkg)
+    assert [(pathlib.Path(f["filename"]).name, f["location"]["row"], f["code"]) for f in result] == [
+        ("model.py", 11, "GM606")]
+    # Alone, nothing says what the decorator is.
+    assert findings(pkg / "model.py") == []
+
+
 def test_names_reexported_by_a_package_init_resolve_to_their_module(tmp_path):
     # transformers' shape: `from ...utils import torch_compilable_check`, which utils/__init__.py imports
     # from .import_utils. The __init__.py is read (not run, not checked) to find the defining file.

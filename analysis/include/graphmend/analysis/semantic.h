@@ -79,9 +79,21 @@ inline constexpr std::string_view kWorkspaceModuleBasePrefix = "module:";
 // "ret:<f as it names it, qualified>:<codes>", and its calls of `f` take those kinds.
 inline constexpr std::string_view kWorkspaceReturnsPrefix = "returns:";
 inline constexpr std::string_view kWorkspaceImportedReturnPrefix = "ret:";
-// The function (or class) an entry names: "f" for "f", for "args:f:TS" and for the base query "base:f".
+// `torch.compiler.disable` across files. A file announces its module-level aliases of it
+// (`disable_compiler = getattr(torch.compiler, "disable", None) or ...`) as ("", "disable-alias:Name"); a file
+// whose functions are decorated with an imported plain name asks (module, "decorator:Name"), and the answer
+// "disabled:<module>.<Name>" says that decorator disables Dynamo on what it decorates.
+inline constexpr std::string_view kWorkspaceDecoratorQueryPrefix = "decorator:";
+inline constexpr std::string_view kWorkspaceDisableAliasPrefix = "disable-alias:";
+inline constexpr std::string_view kWorkspaceDisabledPrefix = "disabled:";
+// A question about another file's name (a base class, a decorator), not a function to trace there.
+inline bool is_workspace_query(std::string_view entry) {
+  return entry.starts_with(kWorkspaceBaseQueryPrefix) || entry.starts_with(kWorkspaceDecoratorQueryPrefix);
+}
+// The function (or class) an entry names: "f" for "f", for "args:f:TS" and for the queries "base:f", "decorator:f".
 inline std::string_view traced_entry_function(std::string_view entry) {
   if (entry.starts_with(kWorkspaceBaseQueryPrefix)) return entry.substr(kWorkspaceBaseQueryPrefix.size());
+  if (entry.starts_with(kWorkspaceDecoratorQueryPrefix)) return entry.substr(kWorkspaceDecoratorQueryPrefix.size());
   if (!entry.starts_with(kWorkspaceArgumentsPrefix)) return entry;
   entry.remove_prefix(kWorkspaceArgumentsPrefix.size());
   return entry.substr(0, entry.rfind(':'));
@@ -373,6 +385,8 @@ class SemanticModel {
   std::unordered_set<const FunctionInfo*> disabled_;
   // Module-level names bound only to torch.compiler.disable (module_bindings.h): `@_disable` disables too.
   std::unordered_set<std::string> disable_aliases_;
+  // Imported names that another workspace file says are such aliases ("disabled:" entries), qualified.
+  std::unordered_set<std::string> workspace_disable_aliases_;
   std::unordered_map<std::string, ValueKind> module_globals_;
   // Module-level names bound once to a literal, and self attributes only ever set to literals: truthiness.
   std::unordered_map<std::string, bool> module_constants_;
