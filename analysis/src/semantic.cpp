@@ -311,6 +311,9 @@ void target_names(const Document& document, TSNode target, std::vector<std::stri
   }
 }
 
+// `feats.append(x)`, `feats.extend(xs)`, `feats.insert(i, x)`: a call that adds to a list local.
+bool grows_list(std::string_view method) { return method == "append" || method == "extend" || method == "insert"; }
+
 // Records under each name it binds the body node that binds it (see FunctionInfo::binding_nodes).
 void record_bindings(const Document& document, TSNode node,
                      std::unordered_map<std::string, std::vector<TSNode>>& bindings) {
@@ -329,8 +332,7 @@ void record_bindings(const Document& document, TSNode node,
     TSNode callee = unparenthesize(field(node, "function"));
     if (!is_type(callee, "attribute") || !is_type(field(callee, "object"), "identifier")) return;
     const std::string_view method = document.node_text(field(callee, "attribute"));
-    if (method == "append" || method == "extend" || method == "insert")
-      names.push_back(std::string(document.node_text(field(callee, "object"))));
+    if (grows_list(method)) names.push_back(std::string(document.node_text(field(callee, "object"))));
   }
   for (const std::string& name : names) {
     std::vector<TSNode>& nodes = bindings[name];
@@ -1321,34 +1323,32 @@ void SemanticModel::infer_locals(FunctionInfo& fn) {
       bind_statement(node, fn, bind_local, &fn.assignments);
       return;
     }
-    {
-      if (ts_node_named_child_count(node) == 0) {
-        tuples_only = false;
-        return;
+    if (ts_node_named_child_count(node) == 0) {
+      tuples_only = false;
+      return;
+    }
+    TSNode value = ts_node_named_child(node, 0);
+    ValueKind k = kind_of(value, fn);
+    TSNode tuple = unparenthesize(value);
+    if (is_type(tuple, "expression_list") || is_type(tuple, "tuple")) {
+      std::vector<ValueKind> kinds;
+      for (TSNode e : named_children(tuple)) {
+        if (is_type(e, "list_splat")) tuples_only = false;
+        if (!is_type(e, "comment")) kinds.push_back(kind_of(e, fn));
       }
-      TSNode value = ts_node_named_child(node, 0);
-      ValueKind k = kind_of(value, fn);
-      TSNode tuple = unparenthesize(value);
-      if (is_type(tuple, "expression_list") || is_type(tuple, "tuple")) {
-        std::vector<ValueKind> kinds;
-        for (TSNode e : named_children(tuple)) {
-          if (is_type(e, "list_splat")) tuples_only = false;
-          if (!is_type(e, "comment")) kinds.push_back(kind_of(e, fn));
-        }
-        if (!saw_return) {
-          elements = std::move(kinds);
-        } else if (elements.size() == kinds.size()) {
-          for (size_t i = 0; i < kinds.size(); ++i)
-            elements[i] = elements[i] == kinds[i] ? kinds[i] : merge(elements[i], kinds[i]);
-        } else {
-          tuples_only = false;
-        }
+      if (!saw_return) {
+        elements = std::move(kinds);
+      } else if (elements.size() == kinds.size()) {
+        for (size_t i = 0; i < kinds.size(); ++i)
+          elements[i] = elements[i] == kinds[i] ? kinds[i] : merge(elements[i], kinds[i]);
       } else {
         tuples_only = false;
       }
-      returns = saw_return ? (returns == k ? k : merge(returns, k)) : k;
-      saw_return = true;
+    } else {
+      tuples_only = false;
     }
+    returns = saw_return ? (returns == k ? k : merge(returns, k)) : k;
+    saw_return = true;
   });
   fn.return_kind = returns;
   fn.return_elements = tuples_only && saw_return ? std::move(elements) : std::vector<ValueKind>{};
@@ -1434,7 +1434,7 @@ void SemanticModel::bind_statement(TSNode node, const FunctionInfo& fn, const Bi
     TSNode callee = unparenthesize(field(node, "function"));
     if (!is_type(callee, "attribute") || !is_type(field(callee, "object"), "identifier")) return;
     const std::string_view method = document_.node_text(field(callee, "attribute"));
-    if (method != "append" && method != "extend" && method != "insert") return;
+    if (!grows_list(method)) return;
     const std::string name = text_of(document_, field(callee, "object"));
     auto local = fn.locals.find(name);
     if (local == fn.locals.end()) return;
@@ -2043,8 +2043,8 @@ std::optional<ValueKind> SemanticModel::kind_at(TSNode read, const std::string& 
   // loop body rebinds it before the read.
   if (in_loop(read, fn)) {
     for (TSNode b : bindings) {
-      if (ts_node_end_byte(b) <= read_start && !(inside(read, b) && read_before_binding(b))) continue;
-      if (inside(read, b) && !read_before_binding(b)) continue;
+      // Bindings that hold the read count only when they evaluate it first; others only when after it.
+      if (inside(read, b) ? !read_before_binding(b) : ts_node_end_byte(b) <= read_start) continue;
       const ByteRange* loop = carrying_loop(b, read, fn);
       if (loop && !killed(loop->start, read, bindings, fn)) join(b);
     }
