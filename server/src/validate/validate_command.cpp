@@ -22,6 +22,7 @@
 #include "validate/process_tree.h"
 #include "validate/report.h"
 #include "validate/validator_client.h"
+#include "validate/zoo_command.h"
 
 namespace graphmend::validate {
 namespace fs = std::filesystem;
@@ -309,6 +310,7 @@ class ProcessTreeGuard {
 }  // namespace
 
 int run_validate_command(const std::vector<std::string>& args) {
+  if (is_zoo_command(args)) return run_zoo_command(args);
   std::string error;
   auto parsed = parse_args(args);
   if (auto* stop = std::get_if<int>(&parsed)) return *stop;
