@@ -38,6 +38,9 @@ echo "== memory on the largest input"
 echo "== differential oracle (safe fixes against every observation: fixtures and generated forwards)"
 "$py" bench/differential_oracle.py
 
+echo "== model zoo throughput (validate --all: local pool vs Ray, same workers)"
+"$py" bench/zoo_throughput.py --graphmend "$bin" --jobs "${BENCH_JOBS:-2}"
+
 echo "== Hugging Face models (break census, detection, fixes, outputs, timing)"
 "$py" bench/hf/run.py --jobs "${BENCH_JOBS:-2}" "${quick[@]}" "$@"
 

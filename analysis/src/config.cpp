@@ -26,7 +26,7 @@ constexpr std::array<ConfigKey, 12> kConfigKeys{{
      "`compiled`: only code torch.compile traces (module forwards, compiled functions and their callees); "
      "`all`: every function, for libraries whose code others compile."},
     {"validate", ConfigValueKind::StringList, "[]", R"(["examples/model.py::example"])",
-     "Validation targets (`path.py::factory`) for the editor's validation code lens."},
+     "Validation targets (`path.py::factory`) for the editor's validation code lens and `graphmend validate --all`."},
     {"docs-url", ConfigValueKind::String, "", R"("https://example.org/graphmend/rules")",
      "Base URL of the rule pages: a rule's link is `<docs-url>/GMxxx.md`."},
     {"torch-version", ConfigValueKind::String, "", R"("2.15")",

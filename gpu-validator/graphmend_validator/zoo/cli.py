@@ -144,7 +144,10 @@ def command_run(args):
 
         engine = _engine(args)
         if hasattr(engine, "connect"):
-            resources = engine.connect()
+            try:
+                resources = engine.connect()
+            except Exception as exc:  # Ray raises ConnectionError, RuntimeError, ValueError... for a bad address
+                raise UsageError(f"cannot start or join Ray ({args.ray}): {type(exc).__name__}: {exc}") from exc
             _say(quiet, f"Ray cluster: {resources.get('CPU', 0):g} CPUs, {resources.get('GPU', 0):g} GPUs")
         pending_gpu = []
         gpu_todo = [i for i in todo if i["need"] == "gpu"]
@@ -293,11 +296,15 @@ def parser():
     return top
 
 
+def _interrupt(signum, frame):
+    raise KeyboardInterrupt
+
+
 def main(argv):
     args = parser().parse_args(argv)
     # SIGTERM (a CI runner's cancel, the scheduler's preemption) ends the run like Ctrl-C: finished
     # items are already on disk; running ones are stopped and redone next time.
-    signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt()))
+    signal.signal(signal.SIGTERM, _interrupt)
     try:
         return command_run(args) if args.command == "run" else command_merge(args)
     except (UsageError, planning.PlanError, StoreError, gate.BaselineError) as exc:
