@@ -264,3 +264,13 @@ def test_example_zoo_has_twenty_targets(tmp_path):
     targets = json.loads((tmp_path / "manifest.json").read_text())["targets"]
     assert len(targets) >= 20 and len({t["name"] for t in targets}) == len(targets)
     assert all(os.path.isfile(t["target"].rsplit("::", 1)[0]) for t in targets)
+
+
+def test_a_ray_head_that_does_not_answer_is_a_usage_error(tmp_path):
+    done = zoo(tmp_path, '[[target]]\ntarget = "m.py::make"\n', "--ray", "127.0.0.1:1", "--python", sys.executable)
+    assert done.returncode == 3 and "no Ray head answers at 127.0.0.1:1" in done.stderr, done.stderr
+
+
+def test_ray_is_optional(tmp_path, torchless_python):
+    done = zoo(tmp_path, '[[target]]\ntarget = "m.py::make"\n', "--ray", "--python", torchless_python)
+    assert done.returncode == 3 and "pip install 'graphmend[ray]'" in done.stderr, done.stderr

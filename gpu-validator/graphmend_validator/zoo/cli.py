@@ -22,6 +22,7 @@ from graphmend_validator.zoo import plan as planning
 from graphmend_validator.zoo import report as reporting
 from graphmend_validator.zoo.local_engine import LocalEngine
 from graphmend_validator.zoo.progress import ProgressBar
+from graphmend_validator.zoo.ray_engine import RayUnavailable
 from graphmend_validator.zoo.store import ResultsFolder, StoreError, write_atomic, write_json
 
 EXIT_OK, EXIT_FINDINGS, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
@@ -146,6 +147,8 @@ def command_run(args):
         if hasattr(engine, "connect"):
             try:
                 resources = engine.connect()
+            except RayUnavailable as exc:
+                raise UsageError(str(exc)) from exc
             except Exception as exc:  # Ray raises ConnectionError, RuntimeError, ValueError... for a bad address
                 raise UsageError(f"cannot start or join Ray ({args.ray}): {type(exc).__name__}: {exc}") from exc
             _say(quiet, f"Ray cluster: {resources.get('CPU', 0):g} CPUs, {resources.get('GPU', 0):g} GPUs")
@@ -202,7 +205,7 @@ def command_run(args):
 
 def _engine(args):
     if args.ray:
-        from graphmend_validator.zoo.ray_engine import RayEngine, RayUnavailable
+        from graphmend_validator.zoo.ray_engine import RayEngine
 
         try:
             return RayEngine(args.graphmend, args.python, args.ray, args.jobs, args.retries)

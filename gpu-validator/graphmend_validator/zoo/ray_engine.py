@@ -11,13 +11,31 @@ item as `lost` (not final: the next run redoes it) and never touches the other i
 """
 
 import os
+import socket
+import sys
+import threading
 import time
 
 from graphmend_validator.zoo.execute import item_deadline, run_item
 
 
+CONNECT_TIMEOUT_S = 120.0
+
+
 class RayUnavailable(Exception):
     pass
+
+
+def _probe(address):
+    """A HOST:PORT that refuses a TCP connection is a typo or a stopped head: say so at once, since
+    ray.init retries a dead address for a long time."""
+    host, _, port = address.rpartition(":")
+    if not host or not port.isdigit() or "://" in address:
+        return
+    try:
+        socket.create_connection((host.strip("[]"), int(port)), timeout=10).close()
+    except OSError as exc:
+        raise RayUnavailable(f"no Ray head answers at {address} ({exc.strerror or exc})") from exc
 
 
 def _task(item, graphmend, python, threads):
@@ -48,12 +66,25 @@ class RayEngine:
         runtime_env = {"py_modules": [package], "env_vars": {"PYTHONUNBUFFERED": "1"}}
         kwargs = {"runtime_env": runtime_env, "include_dashboard": False, "log_to_driver": False,
                   "configure_logging": False}
+        if self.address != "local":
+            _probe(self.address)
+        connected = threading.Event()
+
+        def watchdog():
+            # ray.init cannot be interrupted from Python: a head that accepts but never answers ends the run.
+            if not connected.wait(CONNECT_TIMEOUT_S):
+                print(f"graphmend validate: Ray did not start or answer at {self.address} within "
+                      f"{CONNECT_TIMEOUT_S:.0f} s", file=sys.stderr, flush=True)
+                os._exit(3)
+
+        threading.Thread(target=watchdog, daemon=True).start()
         if self.address == "local":
             # A Ray of our own for this run: `workers` CPUs, no GPUs unless this machine shows some.
             self.started_local = True
             ray.init(address="local", num_cpus=self.workers, **kwargs)
         else:
             ray.init(address=self.address, **kwargs)
+        connected.set()
         return ray.cluster_resources()
 
     def gpus(self):
