@@ -1,13 +1,16 @@
 """The example zoo (examples/zoo.toml, 20 targets) end to end, three ways with identical merged
 results: on the local pool (killed halfway with SIGKILL, then resumed), as 3 shards merged, and on a
-local Ray cluster with 2 workers; and the baseline gate on a planted regression."""
+local Ray cluster of 2 CPUs that the test starts (`ray start --head`, joined with `--ray auto`); and the
+baseline gate on a planted regression."""
 import json
 import os
 import re
 import shutil
 import signal
+import socket
 import subprocess
 import time
+from pathlib import Path
 
 import pytest
 
@@ -125,11 +128,31 @@ def test_three_shards_merge_to_the_same_results(local, tmp_path):
     assert any("counted once" in p for p in report["problems"])
 
 
-def test_ray_with_two_workers_gives_the_same_results(local, tmp_path):
+def free_port():
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@pytest.fixture
+def ray_cluster():
+    """A local Ray cluster of 2 CPUs, started the way a user starts one (`ray start --head`)."""
+    ray = str(Path(PY).parent / "ray")
+    started = subprocess.run([ray, "start", "--head", "--port", str(free_port()), "--num-cpus", "2",
+                              "--include-dashboard=false", "--disable-usage-stats"], capture_output=True, text=True,
+                             timeout=180, env=base_env())
+    assert started.returncode == 0, started.stdout + started.stderr
+    try:
+        yield
+    finally:
+        subprocess.run([ray, "stop"], capture_output=True, timeout=180, env=base_env())
+
+
+def test_ray_cluster_with_two_workers_gives_the_same_results(local, ray_cluster, tmp_path):
     out, _, _ = local
-    done = run(zoo_command("--report", tmp_path / "ray", "--ray"))
+    done = run(zoo_command("--report", tmp_path / "ray", "--ray", "auto"))
     assert done.returncode == 0, done.stdout + done.stderr
-    assert "on ray (2 workers)" in done.stdout
+    assert "on the Ray cluster at auto" in done.stdout and "Ray cluster: 2 CPUs" in done.stderr
     assert behaviour(tmp_path / "ray") == behaviour(out)
     engines = {json.loads(p)["engine"] for p in records(tmp_path / "ray").values()}
     assert engines == {"ray"}

@@ -69,9 +69,23 @@ def _exit_code(report, gate_result):
     return EXIT_OK
 
 
+# Where the report goes: the process's stdout as it was at start. Everything else written to fd 1
+# while the run lasts (Ray's raylet messages, user code's prints) is sent to stderr, so that `--json`
+# output is one JSON document.
+_REPORT_STREAM = sys.stdout
+
+
+def _keep_stdout_for_the_report():
+    global _REPORT_STREAM
+    sys.stdout.flush()
+    _REPORT_STREAM = os.fdopen(os.dup(1), "w", encoding="utf-8")
+    os.dup2(2, 1)
+
+
 def _print_summary(report, header, folder, gate_result, as_json, quiet):
     if as_json:
-        print(json.dumps(report, indent=2, sort_keys=True, allow_nan=False, default=str))
+        print(json.dumps(report, indent=2, sort_keys=True, allow_nan=False, default=str), file=_REPORT_STREAM,
+              flush=True)
     else:
         s = report["summary"]
         o, f = s["original"], s["fixed"]
@@ -100,7 +114,7 @@ def _print_summary(report, header, folder, gate_result, as_json, quiet):
                 lines.append(f"improved: {line} (record it with --update-baseline)")
             lines.append(f"baseline: {len(regressions)} regression{'s' if len(regressions) != 1 else ''}")
         lines.append(f"report: {os.path.join(folder, 'report.html')}")
-        print("\n".join(lines))
+        print("\n".join(lines), file=_REPORT_STREAM, flush=True)
 
 
 def _apply_baseline(args, report, planned_ids, quiet):
@@ -308,6 +322,7 @@ def main(argv):
     # SIGTERM (a CI runner's cancel, the scheduler's preemption) ends the run like Ctrl-C: finished
     # items are already on disk; running ones are stopped and redone next time.
     signal.signal(signal.SIGTERM, _interrupt)
+    _keep_stdout_for_the_report()
     try:
         return command_run(args) if args.command == "run" else command_merge(args)
     except (UsageError, planning.PlanError, StoreError, gate.BaselineError) as exc:
