@@ -21,6 +21,8 @@
 # The deploy proof (validate --deploy: torch.export, an AOTInductor package, the C++ runner built
 # against this torch's libtorch, on the device) runs for the targets in GPU_CHECK_DEPLOY (default: the
 # bundled examples/deployable_block.py and the hand-fixed branchy control); the table gets a deploy column.
+# On a GPU it also runs the zoo's GPU items (validate --all --need gpu: timing on the card) for the bundled
+# examples, into $GPU_CHECK_OUT/zoo (GPU_CHECK_ZOO=0 skips it).
 #
 # Knobs: GPU_CHECK_HF ("longformer bart": recipe names; empty for none), GPU_CHECK_REPEATS (2),
 # GPU_CHECK_BUDGET_S (600: no new target starts after this many seconds; the rest are listed as not run),
@@ -177,6 +179,25 @@ for spec in "${targets[@]}"; do
   fi
   [ "$rc" -ne 0 ] && failed=1 && log "  exit status $rc"
 done
+
+# -- 3b. the zoo's GPU items ------------------------------------------------------------------------------
+# `validate --all` with timing items (need gpu: one GPU per item, cold start and steady state on the card),
+# on the bundled examples; GPU_CHECK_ZOO=0 skips it. Its report stays in $out/zoo (zoo.json, zoo.csv).
+if [ "$device" = cuda ] && [ -n "$bin" ] && [ "${GPU_CHECK_ZOO:-1}" != 0 ] && (( SECONDS - began <= budget_s )); then
+  {
+    echo '[defaults]'
+    echo "backend = \"$backend\""
+    echo 'timing = true'
+    echo "timing-repeats = $repeats"
+    for t in gated_mlp.py::example moe_router.py::example layerdrop_encoder.py::example deployable_block.py::example; do
+      printf '[[target]]\ntarget = "%s/examples/%s"\n' "$root" "$t"
+    done
+  } >"$out/zoo.toml"
+  log "zoo: the GPU items of $out/zoo.toml (validate --all --need gpu)"
+  "$bin" validate --all --targets "$out/zoo.toml" --need gpu --jobs 1 --python "$py" --report "$out/zoo" >&2
+  rc=$?
+  [ "$rc" -ne 0 ] && failed=1 && log "  zoo exit status $rc"
+fi
 
 # -- 4. the table -----------------------------------------------------------------------------------------
 "$py" - "$out" "$doc" "$device" "$backend" "$repeats" "${bin:-python -m graphmend_validator}" "$root" "$threads" <<'PY'

@@ -90,7 +90,7 @@ def _print_summary(report, header, folder, gate_result, as_json, quiet):
         s = report["summary"]
         o, f = s["original"], s["fixed"]
         lines = [header, f"{'':28}{'original':>10}{'fixed':>10}"]
-        for label, key in (("graph breaks (cpu items)", "graph_breaks"), ("one graph in default mode", "one_graph_default"),
+        for label, key in ((f"graph breaks ({s['totals_over']} items)", "graph_breaks"), ("one graph in default mode", "one_graph_default"),
                            ("fullgraph=True compiles", "fullgraph_compiles"), ("accuracy pass", "pass")):
             if key == "graph_breaks":
                 lines.append(f"{label:28}{o[key]:>10}{f[key]:>10}")

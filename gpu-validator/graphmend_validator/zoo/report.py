@@ -77,8 +77,11 @@ def rows_of(record):
 
 
 def summarize(rows, records):
+    # Totals over the CPU items (one per target and mode); a GPU-only run (--need gpu) over its own.
+    need = "cpu" if any(r["need"] == "cpu" for r in rows) or not rows else "gpu"
+
     def arm_totals(arm):
-        mine = [r for r in rows if r["arm"] == arm and r["need"] == "cpu"]
+        mine = [r for r in rows if r["arm"] == arm and r["need"] == need]
         counted = [r for r in mine if r["graph_breaks"] is not None]
         return {"rows": len(mine), "pass": sum(r["accuracy"] == "pass" for r in mine),
                 "graph_breaks": sum(r["graph_breaks"] for r in counted),
@@ -88,7 +91,7 @@ def summarize(rows, records):
     statuses = {}
     for record in records:
         statuses[record["status"]] = statuses.get(record["status"], 0) + 1
-    return {"items": len(records), "by_status": dict(sorted(statuses.items())),
+    return {"items": len(records), "by_status": dict(sorted(statuses.items())), "totals_over": need,
             "original": arm_totals("original"), "fixed": arm_totals("fixed")}
 
 
@@ -158,7 +161,7 @@ def html_page(report, item_reports):
         f"<p>{report['items_done']} of {report['items_planned']} items; plan {html.escape(report['plan_digest'])}; "
         f"created {html.escape(report['created'])}.</p>",
         "<table><tr><th></th><th>original</th><th>fixed</th></tr>",
-        f"<tr><td>graph breaks (CPU items)</td><td>{o['graph_breaks']}</td><td>{f['graph_breaks']}</td></tr>",
+        f"<tr><td>graph breaks ({s['totals_over'].upper()} items)</td><td>{o['graph_breaks']}</td><td>{f['graph_breaks']}</td></tr>",
         f"<tr><td>one graph in default mode</td><td>{o['one_graph_default']} / {o['rows']}</td>"
         f"<td>{f['one_graph_default']} / {f['rows']}</td></tr>",
         f"<tr><td><code>fullgraph=True</code> compiles</td><td>{o['fullgraph_compiles']} / {o['rows']}</td>"
