@@ -23,6 +23,8 @@ commands:
   config [KEY]        the [tool.graphmend] keys of pyproject.toml (--schema: their JSON Schema)
   server              run the language server on stdio (--log-file FILE, --log-level LEVEL)
   validate TARGET     run original and fixed code under torch.compile and compare (see --help)
+  validate --all      a model zoo: every target of a manifest, local pool or Ray, shards, baseline
+  validate merge DIR  join zoo shards into one report
   version             print the version, and the torch release whose facts apply here
 )";
 

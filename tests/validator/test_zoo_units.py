@@ -274,3 +274,27 @@ def test_a_ray_head_that_does_not_answer_is_a_usage_error(tmp_path):
 def test_ray_is_optional(tmp_path, torchless_python):
     done = zoo(tmp_path, '[[target]]\ntarget = "m.py::make"\n', "--ray", "--python", torchless_python)
     assert done.returncode == 3 and "pip install 'graphmend[ray]'" in done.stderr, done.stderr
+
+
+class Terminal(io.StringIO):
+    def isatty(self):
+        return True
+
+
+def test_progress_is_a_bar_on_a_terminal_and_lines_otherwise():
+    from graphmend_validator.zoo.progress import ProgressBar
+
+    done = {"id": "m.eval.cpu", "status": "ok", "wall_s": 1.5,
+            "result": {"original": {"graph_break_count": 3}, "fixed": {"graph_break_count": 1}}}
+    terminal = Terminal()
+    bar = ProgressBar(4, 1, stream=terminal)
+    bar.start("4 items")
+    bar.item_done(done)
+    bar.close()
+    text = terminal.getvalue()
+    assert "[###############...............] 2/4 items" in text and "\r" in text
+    assert "[2/4] m.eval.cpu: ok, breaks 3 -> 1 (1.5 s)" in text
+    plain = io.StringIO()
+    bar = ProgressBar(4, 1, stream=plain)
+    bar.item_done(dict(done, status="error", result={"error": {"kind": "exception", "message": "boom\nmore"}}))
+    assert plain.getvalue() == "graphmend validate: [2/4] m.eval.cpu: error: exception: boom (1.5 s)\n"

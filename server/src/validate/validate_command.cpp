@@ -40,7 +40,8 @@ constexpr const char* kDescription =
     "Runs the original and the fixed model under torch.compile, each measured arm in a fresh process,\n"
     "and reports graphs, graph breaks, output equality, cold-start and steady-state times.\n\n"
     "TARGET is path/to/file.py::factory, where factory() returns (callable_or_module, args) or\n"
-    "(callable, args, kwargs).";
+    "(callable, args, kwargs).\n\n"
+    "A model zoo (many targets, shards, merge, a baseline gate, Ray): graphmend validate --all --help.";
 
 constexpr const char* kFooter =
     R"(exit status: 0 validated (outputs equal), 1 outputs differ, 2 user code raised, hung, exited or

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -212,7 +213,11 @@ int run_zoo_command(const std::vector<std::string>& args) {
       ->type_name("I/N");
   app->add_option("--need", options.need, "run only the items that need this: cpu (breaks, outputs), gpu (timing)")
       ->type_name("all|cpu|gpu")
-      ->check(CLI::IsMember({"all", "cpu", "gpu"}));
+      ->check(CLI::Validator(
+          [](const std::string& v) {
+            return v == "all" || v == "cpu" || v == "gpu" ? std::string() : "must be all, cpu or gpu, got `" + v + "`";
+          },
+          "", "need"));
   app->add_option("--jobs", options.jobs,
                   "items at once: local pool size, or the CPUs of a local Ray (default: the cores, at most one per "
                   "4 GiB of memory)")
@@ -243,7 +248,15 @@ int run_zoo_command(const std::vector<std::string>& args) {
       ->check(whole_number(1, 1000, "repeats"));
   app->add_option("--timeout", options.timeout_s, "time limit per arm in seconds, over the manifest's")
       ->type_name("S")
-      ->check(CLI::PositiveNumber);
+      ->check(CLI::Validator(
+          [](const std::string& v) {
+            char* end = nullptr;
+            const double seconds = std::strtod(v.c_str(), &end);
+            return !v.empty() && end == v.c_str() + v.size() && std::isfinite(seconds) && seconds > 0
+                       ? std::string()
+                       : "must be a positive number of seconds, got `" + v + "`";
+          },
+          "", "timeout"));
   add_common(*app, options);
   if (auto stop = cli::parse_command_line(*app, args, kExitUsage)) return *stop;
   if (options.update_baseline && options.baseline.empty())
