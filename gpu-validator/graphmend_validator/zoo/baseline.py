@@ -15,7 +15,7 @@ import csv
 import io
 
 from graphmend_validator.zoo.plan import safe_name
-from graphmend_validator.zoo.report import CSV_COLUMNS, TIMING_COLUMNS, csv_cell
+from graphmend_validator.zoo.report import CSV_COLUMNS, TIMING_COLUMNS, csv_text
 
 
 class BaselineError(Exception):
@@ -91,10 +91,4 @@ def compare(baseline, rows, planned_items):
 
 def baseline_text(rows):
     """The baseline to commit: zoo.csv's rows without the timing columns (they vary run to run)."""
-    header = [c for c in CSV_COLUMNS if c not in TIMING_COLUMNS]
-    out = io.StringIO()
-    writer = csv.DictWriter(out, fieldnames=header, extrasaction="ignore", lineterminator="\n")
-    writer.writeheader()
-    for row in rows:
-        writer.writerow({k: csv_cell(row.get(k)) for k in header})
-    return out.getvalue()
+    return csv_text(rows, [c for c in CSV_COLUMNS if c not in TIMING_COLUMNS])

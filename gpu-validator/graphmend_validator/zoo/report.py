@@ -117,12 +117,12 @@ def merged(records, planned, plan_digest, problems=(), pending_gpu=()):
     }
 
 
-def csv_text(rows):
+def csv_text(rows, columns=CSV_COLUMNS):
     out = io.StringIO()
-    writer = csv.DictWriter(out, fieldnames=CSV_COLUMNS, extrasaction="ignore", lineterminator="\n")
+    writer = csv.DictWriter(out, fieldnames=columns, extrasaction="ignore", lineterminator="\n")
     writer.writeheader()
     for row in rows:
-        writer.writerow({k: csv_cell(row.get(k)) for k in CSV_COLUMNS})
+        writer.writerow({k: csv_cell(row.get(k)) for k in columns})
     return out.getvalue()
 
 

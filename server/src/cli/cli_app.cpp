@@ -1,6 +1,9 @@
 #include "cli/cli_app.h"
 
 #include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <cstdlib>
 #include <iostream>
 
 namespace graphmend::cli {
@@ -67,6 +70,31 @@ std::optional<int> parse_command_line(CLI::App& app, const std::vector<std::stri
     return usage_error(app, e.what(), usage_status);
   }
   return std::nullopt;
+}
+
+CLI::Validator whole_number(int low, int high, const std::string& name) {
+  return CLI::Validator(
+      [low, high](const std::string& v) {
+        int n = 0;
+        auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), n);
+        return ec == std::errc() && end == v.data() + v.size() && n >= low && n <= high
+                   ? std::string()
+                   : "must be a whole number from " + std::to_string(low) + " to " + std::to_string(high) + ", got `" +
+                         v + "`";
+      },
+      "", name);
+}
+
+CLI::Validator positive_seconds(const std::string& name) {
+  return CLI::Validator(
+      [](const std::string& v) {
+        char* end = nullptr;
+        const double seconds = std::strtod(v.c_str(), &end);
+        return !v.empty() && end == v.c_str() + v.size() && std::isfinite(seconds) && seconds > 0
+                   ? std::string()
+                   : "must be a positive number of seconds, got `" + v + "`";
+      },
+      "", name);
 }
 
 }  // namespace graphmend::cli

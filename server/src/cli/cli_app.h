@@ -23,4 +23,8 @@ std::optional<int> parse_command_line(CLI::App& app, const std::vector<std::stri
 // Prints a usage error the way parse_command_line does ("graphmend check: error: ..."), returns `status`.
 int usage_error(const CLI::App& app, const std::string& message, int status = 2);
 
+// Option checks in the CLI's own words: a whole number in [low, high], a positive finite number of seconds.
+CLI::Validator whole_number(int low, int high, const std::string& name);
+CLI::Validator positive_seconds(const std::string& name);
+
 }  // namespace graphmend::cli

@@ -104,26 +104,10 @@ std::variant<Options, int> parse_args(const std::vector<std::string>& args) {
           "", "backend"));
   app->add_option("--repeats", options.repeats, "measured runs per arm, alternated (default 3)")
       ->type_name("N")
-      ->check(CLI::Validator(
-          [](const std::string& v) {
-            int n = 0;
-            auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), n);
-            return ec == std::errc() && end == v.data() + v.size() && n >= 1 && n <= 1000
-                       ? std::string()
-                       : "must be a whole number from 1 to 1000, got `" + v + "`";
-          },
-          "", "repeats"));
+      ->check(cli::whole_number(1, 1000, "repeats"));
   app->add_option("--timeout", options.timeout_s, "time limit per arm in seconds (default 600)")
       ->type_name("S")
-      ->check(CLI::Validator(
-          [](const std::string& v) {
-            char* end = nullptr;
-            const double s = std::strtod(v.c_str(), &end);
-            return !v.empty() && end == v.c_str() + v.size() && std::isfinite(s) && s > 0
-                       ? std::string()
-                       : "must be a positive number of seconds, got `" + v + "`";
-          },
-          "", "timeout"));
+      ->check(cli::positive_seconds("timeout"));
   app->add_option("--mode", options.mode, "eval + no_grad (default) or train (forward and backward)")
       ->type_name("MODE")
       ->check(CLI::Validator(

@@ -3,8 +3,6 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <charconv>
-#include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -56,19 +54,6 @@ struct ZooOptions {
   bool quiet = false;
   std::vector<std::string> folders;  // merge
 };
-
-CLI::Validator whole_number(int low, int high, const char* what) {
-  return CLI::Validator(
-      [=](const std::string& v) {
-        int n = 0;
-        auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), n);
-        return ec == std::errc() && end == v.data() + v.size() && n >= low && n <= high
-                   ? std::string()
-                   : std::string("must be a whole number from ") + std::to_string(low) + " to " + std::to_string(high) +
-                         ", got `" + v + "`";
-      },
-      "", what);
-}
 
 void add_common(CLI::App& app, ZooOptions& options) {
   app.add_option("--baseline", options.baseline,
@@ -222,7 +207,7 @@ int run_zoo_command(const std::vector<std::string>& args) {
                   "items at once: local pool size, or the CPUs of a local Ray (default: the cores, at most one per "
                   "4 GiB of memory)")
       ->type_name("N")
-      ->check(whole_number(1, 4096, "jobs"));
+      ->check(cli::whole_number(1, 4096, "jobs"));
   app->add_option("--ray", options.ray,
                   "run the items as Ray tasks: on the cluster at ADDRESS, `auto` (the running one), or without a "
                   "value on a local Ray started for the run")
@@ -231,7 +216,7 @@ int run_zoo_command(const std::vector<std::string>& args) {
       ->default_str("local");
   app->add_option("--retries", options.retries, "reruns of an item whose worker died (default 1)")
       ->type_name("N")
-      ->check(whole_number(0, 100, "retries"));
+      ->check(cli::whole_number(0, 100, "retries"));
   app->add_option("--mode", options.modes, "modes for every target (eval, train or eval,train), over the manifest's")
       ->type_name("MODES")
       ->check(CLI::Validator(
@@ -245,18 +230,10 @@ int run_zoo_command(const std::vector<std::string>& args) {
       ->type_name("NAME");
   app->add_option("--repeats", options.repeats, "measured runs per arm of a CPU item, over the manifest's")
       ->type_name("N")
-      ->check(whole_number(1, 1000, "repeats"));
+      ->check(cli::whole_number(1, 1000, "repeats"));
   app->add_option("--timeout", options.timeout_s, "time limit per arm in seconds, over the manifest's")
       ->type_name("S")
-      ->check(CLI::Validator(
-          [](const std::string& v) {
-            char* end = nullptr;
-            const double seconds = std::strtod(v.c_str(), &end);
-            return !v.empty() && end == v.c_str() + v.size() && std::isfinite(seconds) && seconds > 0
-                       ? std::string()
-                       : "must be a positive number of seconds, got `" + v + "`";
-          },
-          "", "timeout"));
+      ->check(cli::positive_seconds("timeout"));
   add_common(*app, options);
   if (auto stop = cli::parse_command_line(*app, args, kExitUsage)) return *stop;
   if (options.update_baseline && options.baseline.empty())
