@@ -234,6 +234,9 @@ def test_manifest_errors(tmp_path, text, message):
 def test_usage_errors(tmp_path):
     done = zoo(tmp_path, '[[target]]\ntarget = "m.py::make"\n', "--update-baseline")
     assert done.returncode == 3 and "--update-baseline needs --baseline FILE" in done.stderr
+    done = zoo(tmp_path, '[[target]]\ntarget = "m.py::make"\n', "--baseline", "b.csv", "--update-baseline",
+               "--shard", "1/2")
+    assert done.returncode == 3 and "this shard's rows alone" in done.stderr
     done = zoo(tmp_path, '[[target]]\ntarget = "m.py::make"\n', "--shard", "4/3", "--python", sys.executable)
     assert done.returncode == 3 and "--shard 4/3" in done.stderr
     done = subprocess.run([BIN, "validate", "--all"], capture_output=True, text=True, cwd="/", env=base_env())

@@ -238,6 +238,11 @@ int run_zoo_command(const std::vector<std::string>& args) {
   if (auto stop = cli::parse_command_line(*app, args, kExitUsage)) return *stop;
   if (options.update_baseline && options.baseline.empty())
     return cli::usage_error(*app, "--update-baseline needs --baseline FILE", kExitUsage);
+  if (options.update_baseline && !options.shard.empty())
+    return cli::usage_error(*app,
+                            "--update-baseline with --shard would write this shard's rows alone; update the baseline "
+                            "from `graphmend validate merge`",
+                            kExitUsage);
   if (app->count("--ray") > 0 && options.ray.empty()) options.ray = "local";
 
   ZooOverrides overrides;
