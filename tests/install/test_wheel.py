@@ -124,3 +124,21 @@ def test_lsp_transcripts(venv, work, exe):
     proc = run([venv / "bin/python", "transcript.py", "--server", exe, *(f"transcripts/{t}" for t in transcripts)],
                venv, work, timeout=900)
     assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def test_validate_all(venv, work):
+    # A slice of the bundled zoo from the installed wheel: the zoo driver is found beside the executable.
+    proc = run(["graphmend", "validate", "--all", "--targets", "examples/zoo.toml", "--shard", "1/12", "--report",
+                "zoo", "--json"], venv, work, timeout=900)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    report = json.loads(proc.stdout)
+    assert report["items_done"] == 2 and report["summary"]["by_status"] == {"ok": 2}
+    assert (work / "zoo" / "zoo.csv").read_text().startswith("name,accuracy,graph_breaks,")
+
+
+def test_ray_is_an_optional_pinned_extra(venv):
+    (metadata,) = venv.glob("lib/python*/site-packages/graphmend-*.dist-info/METADATA")
+    text = metadata.read_text()
+    assert "Provides-Extra: ray" in text
+    assert re.search(r'^Requires-Dist: ray==2\.60\.0; extra == "ray"$', text, re.M), text
+    assert not re.search(r"^Requires-Dist: (?!.*extra ==)", text, re.M), "the core package must need nothing"
