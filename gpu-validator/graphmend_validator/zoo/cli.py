@@ -13,7 +13,6 @@ import json
 import os
 import shutil
 import signal
-import subprocess
 import sys
 import time
 
@@ -22,7 +21,7 @@ from graphmend_validator.zoo import plan as planning
 from graphmend_validator.zoo import report as reporting
 from graphmend_validator.zoo.local_engine import LocalEngine
 from graphmend_validator.zoo.progress import ProgressBar
-from graphmend_validator.zoo.ray_engine import RayUnavailable
+from graphmend_validator.zoo.ray_engine import RayEngine, RayUnavailable
 from graphmend_validator.zoo.store import ResultsFolder, StoreError, write_atomic, write_json
 
 EXIT_OK, EXIT_FINDINGS, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
@@ -46,16 +45,6 @@ def _torch_version():
         return importlib.metadata.version("torch")
     except importlib.metadata.PackageNotFoundError:
         return None
-
-
-def _local_gpus(python):
-    """GPUs torch sees in the validator's interpreter (0 when it sees none or cannot tell)."""
-    try:
-        out = subprocess.run([python or sys.executable, "-c", "import torch; print(torch.cuda.device_count())"],
-                             capture_output=True, text=True, timeout=120)
-        return int(out.stdout.strip() or 0)
-    except (OSError, ValueError, subprocess.TimeoutExpired):
-        return 0
 
 
 def _exit_code(report, gate_result):
@@ -154,8 +143,9 @@ def command_run(args):
     folder.lock()
     try:
         records, problems = folder.records()
-        reused = [i for i in selected if folder.reusable(i, records)]
-        todo = [i for i in selected if not folder.reusable(i, records)]
+        reused, to_run = [], []
+        for item in selected:
+            (reused if folder.reusable(item, records) else to_run).append(item)
 
         engine = _engine(args)
         if hasattr(engine, "connect"):
@@ -167,14 +157,9 @@ def command_run(args):
                 raise UsageError(f"cannot start or join Ray ({args.ray}): {type(exc).__name__}: {exc}") from exc
             _say(quiet, f"Ray cluster: {resources.get('CPU', 0):g} CPUs, {resources.get('GPU', 0):g} GPUs")
         pending_gpu = []
-        gpu_todo = [i for i in todo if i["need"] == "gpu"]
-        if gpu_todo:
-            gpus = engine.gpus()
-            if gpus is None:
-                gpus = _local_gpus(args.python)
-            if not gpus:
-                pending_gpu = [i["id"] for i in gpu_todo]
-                todo = [i for i in todo if i["need"] != "gpu"]
+        if any(i["need"] == "gpu" for i in to_run) and not engine.gpus():
+            pending_gpu = [i["id"] for i in to_run if i["need"] == "gpu"]
+            to_run = [i for i in to_run if i["need"] != "gpu"]
         write_json(os.path.join(folder.path, "plan.json"), {
             "format": reporting.FORMAT, "plan_digest": plan_digest, "manifest": manifest.get("source"),
             "shard": shard_text, "need": args.need, "environment": environment,
@@ -186,7 +171,7 @@ def command_run(args):
         if engine.name == "ray" and args.ray != "local":
             where = f"the Ray cluster at {args.ray}"
         bar.start(f"{_count(len(selected), 'item')}{' of shard ' + shard_text if shard_text else ''}: {len(reused)} done "
-                  f"before, {len(todo)} to run on {where}" + (f", {len(pending_gpu)} need a GPU" if pending_gpu else ""))
+                  f"before, {len(to_run)} to run on {where}" + (f", {len(pending_gpu)} need a GPU" if pending_gpu else ""))
         began = time.monotonic()
 
         def on_done(record, files):
@@ -194,7 +179,7 @@ def command_run(args):
             bar.item_done(record)
 
         try:
-            engine.run(todo, on_done)
+            engine.run(to_run, on_done)
         finally:
             bar.close()
             if hasattr(engine, "close"):
@@ -203,14 +188,13 @@ def command_run(args):
         records, more_problems = folder.records()
         keys = {i["id"]: i["key"] for i in selected}
         final = [r for r in records.values() if keys.get(r["id"]) == r.get("key")]
-        report = reporting.merged(final, [i["id"] for i in selected], plan_digest, problems + more_problems,
-                                  pending_gpu)
+        report = reporting.merged(final, list(keys), plan_digest, problems + more_problems, pending_gpu)
         report["shard"] = shard_text
         report["engine"] = engine.name
         reporting.write(folder.path, report, _item_reports(folder.path, keys))
-        gate_result = _apply_baseline(args, report, [i["id"] for i in selected], quiet)
+        gate_result = _apply_baseline(args, report, list(keys), quiet)
         header = (f"zoo: {_count(len({i['name'] for i in selected}), 'target')}, {_count(len(selected), 'item')} "
-                  f"({len(todo)} run, {len(reused)} reused) in {time.monotonic() - began:.0f} s on {where}")
+                  f"({len(to_run)} run, {len(reused)} reused) in {time.monotonic() - began:.0f} s on {where}")
         _print_summary(report, header, folder.path, gate_result, args.json, quiet)
         return _exit_code(report, gate_result)
     finally:
@@ -219,8 +203,6 @@ def command_run(args):
 
 def _engine(args):
     if args.ray:
-        from graphmend_validator.zoo.ray_engine import RayEngine
-
         try:
             return RayEngine(args.graphmend, args.python, args.ray, args.jobs, args.retries)
         except RayUnavailable as exc:

@@ -2,6 +2,8 @@
 `graphmend validate` child at a time. No service to start."""
 
 import concurrent.futures
+import subprocess
+import sys
 import threading
 
 from graphmend_validator.zoo.execute import run_item
@@ -19,7 +21,13 @@ class LocalEngine:
         self.cancel = threading.Event()
 
     def gpus(self):
-        return None  # unknown: the run loop asks the interpreter
+        """GPUs torch sees in the items' interpreter (0 when it sees none or cannot tell)."""
+        try:
+            out = subprocess.run([self.python or sys.executable, "-c", "import torch; print(torch.cuda.device_count())"],
+                                 capture_output=True, text=True, timeout=120)
+            return int(out.stdout.strip() or 0)
+        except (OSError, ValueError, subprocess.TimeoutExpired):
+            return 0
 
     def run(self, items, on_done):
         """Runs `items`, calling on_done(record, files) in this thread as each ends. An item that ends

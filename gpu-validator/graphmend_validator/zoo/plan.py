@@ -9,7 +9,6 @@ An item is one target in one mode with one device need:
 
 import hashlib
 import json
-import os
 import re
 
 NEEDS = ("cpu", "gpu")
@@ -106,7 +105,3 @@ def select_need(items, need):
     if need == "all":
         return list(items)
     return [i for i in items if i["need"] == need]
-
-
-def record_file(item):
-    return os.path.join("items", item["id"] + ".json")

@@ -58,7 +58,6 @@ class RayEngine:
         self.address = address
         self.workers = workers
         self.retries = retries
-        self.started_local = False
 
     def connect(self):
         ray = self.ray
@@ -80,7 +79,6 @@ class RayEngine:
         threading.Thread(target=watchdog, daemon=True).start()
         if self.address == "local":
             # A Ray of our own for this run: `workers` CPUs, no GPUs unless this machine shows some.
-            self.started_local = True
             ray.init(address="local", num_cpus=self.workers, **kwargs)
         else:
             ray.init(address=self.address, **kwargs)

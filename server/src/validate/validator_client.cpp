@@ -30,15 +30,21 @@ bool is_validator_dir(const fs::path& dir) {
   return !dir.empty() && fs::is_regular_file(dir / "graphmend_validator" / "__init__.py", ec);
 }
 
+std::string errno_text(int err) { return std::string(std::strerror(err)); }
+
+void close_fd(int& fd) {
+  if (fd >= 0) ::close(fd);
+  fd = -1;
+}
+
+}  // namespace
+
 fs::path executable_path() {
   std::error_code ec;
   auto path = fs::read_symlink("/proc/self/exe", ec);
   return ec ? fs::path{} : path;
 }
 
-std::string errno_text(int err) { return std::string(std::strerror(err)); }
-
-// Environment of the child: ours, PYTHONPATH led by the validator's folder, unbuffered output.
 std::vector<std::string> child_environment(const fs::path& validator_dir) {
   std::vector<std::string> env;
   std::string pythonpath = validator_dir.string();
@@ -56,13 +62,6 @@ std::vector<std::string> child_environment(const fs::path& validator_dir) {
   env.push_back("PYTHONUNBUFFERED=1");
   return env;
 }
-
-void close_fd(int& fd) {
-  if (fd >= 0) ::close(fd);
-  fd = -1;
-}
-
-}  // namespace
 
 fs::path find_validator_dir() {
   if (const char* env = std::getenv("GRAPHMEND_VALIDATOR_DIR"); env != nullptr && *env != '\0') {

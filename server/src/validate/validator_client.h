@@ -59,6 +59,13 @@ using ProgressCallback = std::function<void(const Progress&)>;
 // built from. Empty when none holds graphmend_validator/__init__.py.
 std::filesystem::path find_validator_dir();
 
+// This executable (/proc/self/exe; empty where it cannot be read).
+std::filesystem::path executable_path();
+
+// The environment of a Python child that imports graphmend_validator: ours, PYTHONPATH led by
+// `validator_dir`, output unbuffered.
+std::vector<std::string> child_environment(const std::filesystem::path& validator_dir);
+
 struct PythonChoice {
   std::string path;
   std::string source;  // why this one: "the environment graphmend is installed in", "$VIRTUAL_ENV", ...

@@ -15,8 +15,6 @@
 #include "validate/validator_client.h"
 #include "validate/zoo_manifest.h"
 
-extern char** environ;
-
 namespace graphmend::validate {
 namespace fs = std::filesystem;
 
@@ -68,12 +66,6 @@ void add_common(CLI::App& app, ZooOptions& options) {
   app.add_flag("-q,--quiet", options.quiet, "no progress on stderr");
 }
 
-fs::path self_executable() {
-  std::error_code ec;
-  fs::path path = fs::read_symlink("/proc/self/exe", ec);
-  return ec ? fs::path{} : path;
-}
-
 // Replaces this process with `python -m graphmend_validator zoo ...`; returns only on failure.
 int exec_driver(const std::string& python, std::vector<std::string> rest) {
   const fs::path validator = find_validator_dir();
@@ -83,19 +75,7 @@ int exec_driver(const std::string& python, std::vector<std::string> rest) {
   }
   std::vector<std::string> argv_strings{python, "-m", "graphmend_validator", "zoo"};
   argv_strings.insert(argv_strings.end(), rest.begin(), rest.end());
-  std::vector<std::string> env_strings;
-  std::string pythonpath = validator.string();
-  for (char** entry = environ; entry != nullptr && *entry != nullptr; ++entry) {
-    std::string_view item(*entry);
-    if (item.starts_with("PYTHONPATH=")) {
-      const auto old = item.substr(std::strlen("PYTHONPATH="));
-      if (!old.empty()) pythonpath += ":" + std::string(old);
-      continue;
-    }
-    env_strings.emplace_back(item);
-  }
-  env_strings.push_back("PYTHONPATH=" + pythonpath);
-  env_strings.push_back("PYTHONUNBUFFERED=1");
+  std::vector<std::string> env_strings = child_environment(validator);
   std::vector<char*> argv, envp;
   for (auto& s : argv_strings) argv.push_back(s.data());
   argv.push_back(nullptr);
@@ -291,7 +271,7 @@ int run_zoo_command(const std::vector<std::string>& args) {
   const fs::path report = fs::absolute(options.report, ec).lexically_normal();
   const fs::path manifest_json = report / "manifest.json";
   if (int code = write_text(manifest_json, manifest.dump(2) + "\n"); code != 0) return code;
-  const fs::path self = self_executable();
+  const fs::path self = executable_path();
   const PythonChoice choice = discover_python(options.python, manifest_file, fs::current_path(ec));
   if (!options.quiet)
     std::cerr << "graphmend validate: starting the zoo driver (" << choice.path << ", " << choice.source << ")\n";
