@@ -5,6 +5,7 @@
 #include <atomic>
 #include <cstring>
 #include <functional>
+#include <set>
 #include <unordered_set>
 
 #include "graphmend/analysis/annotations.h"
@@ -437,6 +438,19 @@ SemanticModel::SemanticModel(const Document& document, Scope scope,
       workspace_module_bases_.insert(name.substr(kWorkspaceModuleBasePrefix.size()));
       continue;
     }
+    // "overridable:pkg.base.Base:make_params,transform": traced code of that base calls these through `self`.
+    if (name.starts_with(kWorkspaceOverridablePrefix)) {
+      const std::string_view rest = std::string_view(name).substr(kWorkspaceOverridablePrefix.size());
+      const size_t colon = rest.rfind(':');
+      if (colon == std::string_view::npos) continue;
+      auto& methods = workspace_overridable_[std::string(rest.substr(0, colon))];
+      for (std::string_view list = rest.substr(colon + 1); !list.empty();) {
+        const size_t comma = list.find(',');
+        if (comma != 0) methods.emplace(list.substr(0, comma));
+        list = comma == std::string_view::npos ? std::string_view() : list.substr(comma + 1);
+      }
+      continue;
+    }
     // "ret:pkg.bbox.infer_shape:LTT": what an imported function returns (a tuple of two tensors).
     if (name.starts_with(kWorkspaceImportedReturnPrefix)) {
       const std::string_view rest = std::string_view(name).substr(kWorkspaceImportedReturnPrefix.size());
@@ -456,6 +470,20 @@ SemanticModel::SemanticModel(const Document& document, Scope scope,
       std::vector<ValueKind> kinds;
       for (char c : rest.substr(colon + 1)) kinds.push_back(kind_from_code(c));
       workspace_call_args_[std::string(rest.substr(0, colon))].push_back(std::move(kinds));
+      continue;
+    }
+    // "overrides:Class:m1,m2": a class of another file derives from this file's `Class` and defines these: this
+    // file asks its own imported bases about them too (overrides reach across several files).
+    if (name.starts_with(kWorkspaceOverridesQueryPrefix)) {
+      const std::string_view rest = std::string_view(name).substr(kWorkspaceOverridesQueryPrefix.size());
+      const size_t colon = rest.find(':');
+      if (colon == std::string_view::npos) continue;
+      auto& methods = workspace_override_interest_[std::string(rest.substr(0, colon))];
+      for (std::string_view list = rest.substr(colon + 1); !list.empty();) {
+        const size_t comma = list.find(',');
+        if (comma != 0) methods.emplace(list.substr(0, comma));
+        list = comma == std::string_view::npos ? std::string_view() : list.substr(comma + 1);
+      }
       continue;
     }
     // "@d": another file's traced function is decorated with this file's `d`: d's wrappers run.
@@ -500,6 +528,7 @@ SemanticModel::SemanticModel(const Document& document, Scope scope,
   for (const auto& f : functions_) {
     calls.push_back(resolved_calls(*f));
     f->attribute_method_callees = methods_called_through_attributes(*f);
+    f->self_called_methods = self_called_method_names(document_, *f);
   }
   seed_workspace_call_sites();
   for (int pass = 0; pass < kMaxInferencePasses; ++pass) {
@@ -931,11 +960,33 @@ void SemanticModel::collect_compile_call_targets() {
   });
 }
 
+template <class FindClass, class OnClass, class OnImported>
+void walk_bases(const ClassInfo* cls, FindClass&& find, OnClass&& on_class, OnImported&& on_imported);
+
 SemanticModel::ResolvedCalls SemanticModel::resolved_calls(const FunctionInfo& caller) const {
   ResolvedCalls out;
+  const FunctionInfo* top = &caller;
+  while (top->parent) top = top->parent;
   for_each_body_node(caller, [&](TSNode node) {
     if (!is_type(node, "call")) return;
-    if (const FunctionInfo* callee = resolve_callee(node, caller)) out.emplace_back(node, callee->index);
+    const FunctionInfo* callee = resolve_callee(node, caller);
+    if (!callee) return;
+    out.emplace_back(node, callee->index);
+    // `self.m(...)`: for an object of a subclass of this file, its own `m` runs, with these arguments.
+    TSNode function = unparenthesize(field(node, "function"));
+    if (!top->owner || !callee->owner || !is_type(function, "attribute") ||
+        text_of(document_, field(function, "object")) != "self")
+      return;
+    for (const auto& cls : classes_) {
+      if (cls.get() == top->owner) continue;
+      auto it = cls->methods.find(callee->name);
+      if (it == cls->methods.end() || it->second == callee || it->second->parent) continue;
+      bool derives = false;
+      walk_bases(
+          cls.get(), [&](std::string_view name) { return find_class(name); },
+          [&](const ClassInfo* c) { return derives = c == top->owner; }, [](const std::string&) {});
+      if (derives) out.emplace_back(node, it->second->index);
+    }
   });
   return out;
 }
@@ -1800,6 +1851,28 @@ std::vector<std::string> workspace_answers(std::string_view module, std::string_
       out.push_back(std::string(kWorkspaceDisabledPrefix) + subject);
     return out;
   }
+  if (query.starts_with(kWorkspaceOverridesQueryPrefix)) {
+    // `class A(Base)` defining `m`, with Base imported: `m` is traced when Base's traced code calls `self.m`.
+    const std::string said_prefix = std::string(kWorkspaceSelfCallsPrefix) + name + ":";
+    std::unordered_set<std::string_view> called;
+    for (const auto& [none, said] : announced) {
+      if (!none.empty() || !said.starts_with(said_prefix)) continue;
+      for (std::string_view list = std::string_view(said).substr(said_prefix.size()); !list.empty();) {
+        const size_t comma = list.find(',');
+        called.insert(list.substr(0, comma));
+        list = comma == std::string_view::npos ? std::string_view() : list.substr(comma + 1);
+      }
+    }
+    std::string both;
+    const std::string_view asked = query.substr(kWorkspaceOverridesQueryPrefix.size() + name.size() + 1);
+    for (std::string_view list = asked; !list.empty();) {
+      const size_t comma = list.find(',');
+      if (called.count(list.substr(0, comma))) both += (both.empty() ? "" : ",") + std::string(list.substr(0, comma));
+      list = comma == std::string_view::npos ? std::string_view() : list.substr(comma + 1);
+    }
+    if (!both.empty()) out.push_back(std::string(kWorkspaceOverridablePrefix) + subject + ":" + both);
+    return out;
+  }
   if (query.starts_with(kWorkspaceBaseQueryPrefix)) {
     // `class A(Base)` with Base imported: a module when Base's file says so.
     const std::pair<std::string, std::string> module_class{"", std::string(kWorkspaceModuleClassPrefix) + name};
@@ -2392,6 +2465,27 @@ void SemanticModel::mark_compiled_regions(Scope scope) {
       }
     }
   };
+  // Overrides: traced code of a class that calls `self.m(...)` runs the `m` of the object's class, so a
+  // subclass's `m` is traced too (torchvision's Transform.forward calls the make_params of each transform).
+  auto reach_overrides = [&] {
+    for (bool entered = true; entered;) {
+      entered = false;
+      for (auto& cls : classes_) {
+        std::optional<std::unordered_set<std::string>> called;
+        for (auto& [name, g] : cls->methods) {
+          if (g->compiled || g->parent || name == "__init__" || disabled_.count(g) || deferred_.count(name)) continue;
+          if (!called) called = self_calls_reaching(cls.get(), true);
+          if (!called->count(name)) continue;
+          enter(g,
+                "`" + g->qualified_name + "`, which overrides the `" + name +
+                    "` that traced code of a base class calls through `self`",
+                node_range(field(g->node, "name")), !cls->is_module);
+          entered = true;
+        }
+      }
+      drain();
+    }
+  };
   for (auto& f : functions_) {
     if (f->is_entry) enter(f.get(), f->entry_description, f->entry_range, false);
     if (f->owner && f->owner->is_module && f->name == "forward")
@@ -2402,6 +2496,7 @@ void SemanticModel::mark_compiled_regions(Scope scope) {
             false);
   }
   drain();
+  reach_overrides();
   if (scope != Scope::Compiled) return;
   // A function of tensors that nothing here compiles may be compiled by code outside the checked files
   // (a module of tensor ops): staying silent would be a false all-clear. Not when it is eager-only: it
@@ -2445,6 +2540,46 @@ void SemanticModel::mark_compiled_regions(Scope scope) {
     }
   }
   drain();
+  reach_overrides();
+}
+
+std::vector<std::string> SemanticModel::self_called_method_names(const Document& document,
+                                                                 const FunctionInfo& function) {
+  std::vector<std::string> out;
+  for (TSNode node : function.body_nodes) {
+    if (!is_type(node, "call")) continue;
+    TSNode callee = unparenthesize(field(node, "function"));
+    if (!is_type(callee, "attribute") || text_of(document, field(callee, "object")) != "self") continue;
+    std::string method = text_of(document, field(callee, "attribute"));
+    // Dunder methods are Python's protocol, not a class's own dispatch.
+    if (!method.starts_with("__")) out.push_back(std::move(method));
+  }
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
+}
+
+std::unordered_set<std::string> SemanticModel::self_calls_reaching(const ClassInfo* cls, bool strict_bases_only) const {
+  std::unordered_set<std::string> out;
+  walk_bases(
+      cls, [&](std::string_view name) { return find_class(name); },
+      [&](const ClassInfo* c) {
+        if (strict_bases_only && c == cls) return false;
+        for (const auto& [name, method] : c->methods) {
+          if (!method->compiled) continue;
+          out.insert(method->self_called_methods.begin(), method->self_called_methods.end());
+          // Closures inside the method run as part of it.
+          if (auto nested = nested_.find(method); nested != nested_.end())
+            for (const FunctionInfo* g : nested->second)
+              if (g->compiled) out.insert(g->self_called_methods.begin(), g->self_called_methods.end());
+        }
+        return false;
+      },
+      [&](const std::string& base) {
+        if (auto it = workspace_overridable_.find(base); it != workspace_overridable_.end())
+          out.insert(it->second.begin(), it->second.end());
+      });
+  return out;
 }
 
 std::vector<std::pair<std::string, std::string>> SemanticModel::imported_calls(const FunctionInfo& function) const {
@@ -2599,6 +2734,39 @@ std::vector<std::pair<std::string, std::string>> SemanticModel::imported_calls_f
           return false;
         },
         [](const std::string&) {});
+  }
+  // Overrides for the other files: what each class's traced code (or a base's) calls through `self`, and, for
+  // each class with an imported base, the methods it and its subclasses here define, asked of that base's file.
+  for (const auto& cls : classes_) {
+    const std::unordered_set<std::string> called = self_calls_reaching(cls.get(), false);
+    if (!called.empty()) {
+      std::vector<std::string> sorted(called.begin(), called.end());
+      std::sort(sorted.begin(), sorted.end());
+      std::string list;
+      for (const std::string& m : sorted) list += (list.empty() ? "" : ",") + m;
+      out.emplace_back("", std::string(kWorkspaceSelfCallsPrefix) + cls->name + ":" + list);
+    }
+    std::set<std::string> defined;
+    for (const auto& sub : classes_) {
+      bool derives = false;
+      walk_bases(
+          sub.get(), [&](std::string_view name) { return find_class(name); },
+          [&](const ClassInfo* c) { return derives = c == cls.get(); }, [](const std::string&) {});
+      if (!derives) continue;
+      for (const auto& [name, method] : sub->methods)
+        if (name != "__init__" && !method->parent) defined.insert(name);
+      if (auto it = workspace_override_interest_.find(sub->name); it != workspace_override_interest_.end())
+        defined.insert(it->second.begin(), it->second.end());
+    }
+    if (defined.empty()) continue;
+    std::string list;
+    for (const std::string& m : defined) list += (list.empty() ? "" : ",") + m;
+    for (const std::string& base : cls->bases) {
+      const auto dot = base.rfind('.');
+      if (dot == std::string::npos || dot == 0 || base.starts_with("torch.")) continue;
+      out.emplace_back(base.substr(0, dot),
+                       std::string(kWorkspaceOverridesQueryPrefix) + base.substr(dot + 1) + ":" + list);
+    }
   }
   for (const auto& cls : classes_) {
     if (cls->is_module) out.emplace_back("", std::string(kWorkspaceModuleClassPrefix) + cls->name);

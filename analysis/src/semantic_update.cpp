@@ -107,10 +107,7 @@ const FunctionInfo* SemanticModel::update_after_edit(const Document::Changes& ed
 
   // Structure other functions depend on: the callees it reaches (compiled
   // regions follow them) and the attributes it sets on its class.
-  for (TSNode node : fresh.body_nodes) {
-    if (!is_type(node, "call")) continue;
-    if (const FunctionInfo* callee = resolve_callee(node, fresh)) fresh.resolved_callees.push_back(callee->index);
-  }
+  for (const auto& call : resolved_calls(fresh)) fresh.resolved_callees.push_back(call.second);
   if (fresh.resolved_callees != target->resolved_callees ||
       std::find(fresh.resolved_callees.begin(), fresh.resolved_callees.end(), target->index) !=
           fresh.resolved_callees.end())
@@ -118,6 +115,8 @@ const FunctionInfo* SemanticModel::update_after_edit(const Document::Changes& ed
                      // replayed here
   fresh.attribute_method_callees = methods_called_through_attributes(fresh);
   if (fresh.attribute_method_callees != target->attribute_method_callees) return nullptr;
+  fresh.self_called_methods = self_called_method_names(document_, fresh);
+  if (fresh.self_called_methods != target->self_called_methods) return nullptr;  // overrides it reaches
   if (fresh.owner) {
     fresh.attribute_effects = attribute_effects(fresh);
     if (fresh.attribute_effects != target->attribute_effects) return nullptr;

@@ -657,7 +657,8 @@ int run_check(const std::vector<std::string>& args) {
   for (size_t i = 0; i < files.size(); ++i) all[i] = i;
   run_pass(all);
   // Workspace pass: functions that traced code imports from other checked files are traced too. Files
-  // that gain such functions are checked again (a few rounds: helpers of helpers).
+  // that gain such functions are checked again (a few rounds: helpers of helpers, overrides down a chain of
+  // classes in several files).
   if (!stdin_bytes && files.size() > 1) {
     std::map<std::string, size_t> by_module;
     std::vector<std::string> modules(files.size());
@@ -666,7 +667,7 @@ int run_check(const std::vector<std::string>& args) {
       by_module.emplace(modules[i], i);
     }
     workspace::PackageIndex packages;
-    for (int round = 0; round < 4; ++round) {
+    for (int round = 0; round < 6; ++round) {
       std::set<size_t> again;
       auto add = [&](size_t file, const std::string& entry) {
         auto& names = traced[file];

@@ -304,6 +304,31 @@ def test_classes_deriving_from_modules_of_other_files_are_modules(tmp_path):
     assert findings(pkg / "mix" / "cutmix.py") == []
 
 
+def test_overrides_of_methods_a_base_of_another_file_calls_through_self_are_traced(tmp_path):
+    # torchvision's transforms.v2 shape: Transform.forward (_transform.py) calls self.make_params and
+    # self.transform; ColorJitter (_color.py) overrides them and never defines forward. A class that only
+    # derives from it, in a third file, overrides one of them too.
+    pkg = tmp_path / "pkg"
+    pkg.mkdir()
+    write(pkg / "__init__.py", "")
+    write(pkg / "_transform.py", "from torch import nn\n\n\nclass Transform(nn.Module):\n"
+          "    def forward(self, x):\n        params = self.make_params(x)\n        return self.transform(x, params)\n\n"
+          "    def make_params(self, x):\n        return {}\n\n    def transform(self, x, params):\n        return x\n")
+    write(pkg / "_color.py", "import torch\nfrom ._transform import Transform\n\n\nclass ColorJitter(Transform):\n"
+          "    def make_params(self, x):\n        return {\"b\": self._generate_value(0.5, 1.5)}\n\n"
+          "    def _generate_value(self, left, right):\n"
+          "        return float(torch.empty(1).uniform_(left, right).item())\n\n"
+          "    def helper(self, x):\n        print(x)\n")
+    write(pkg / "_more.py", "from ._color import ColorJitter\n\n\nclass Bright(ColorJitter):\n"
+          "    def transform(self, x, params):\n        print(params)\n        return x\n")
+    result = findings(pkg)
+    assert [(pathlib.Path(f["filename"]).name, f["location"]["row"], f["code"]) for f in result] == [
+        ("_color.py", 10, "GM401"), ("_more.py", 6, "GM201")]
+    assert "overrides the `make_params`" in result[0]["graphmend"]["related"][0]["message"]
+    # Alone, nothing says what the base's forward calls: ColorJitter's methods are not traced.
+    assert findings(pkg / "_color.py") == []
+
+
 def test_return_kinds_of_functions_of_other_files_type_their_calls(tmp_path):
     # torch_geometric's shape: `from torch_geometric.utils import scatter` (re-exported by utils/__init__.py from
     # _scatter.py, annotated `-> Tensor`), then `int(num_nodes.max())`; kornia's `h, w = infer_bbox_shape(src)`

@@ -86,6 +86,15 @@ inline constexpr std::string_view kWorkspaceImportedReturnPrefix = "ret:";
 inline constexpr std::string_view kWorkspaceDecoratorQueryPrefix = "decorator:";
 inline constexpr std::string_view kWorkspaceDisableAliasPrefix = "disable-alias:";
 inline constexpr std::string_view kWorkspaceDisabledPrefix = "disabled:";
+// Overrides across files. A file announces, for each class, the methods its traced code (or a base's) calls
+// through `self` as ("", "self-calls:Class:m1,m2"); a file whose class derives from an imported base asks
+// (module, "overrides:Base:n1,n2") with the methods that class and its subclasses here define, and the answer
+// "overridable:<base as the asker names it>:m1" names those the base's traced code calls: they are traced.
+// The question is also an entry of the base's file (not a query: it is kept there), which then asks its own
+// imported bases about those methods, so an override reaches through a chain of classes in several files.
+inline constexpr std::string_view kWorkspaceSelfCallsPrefix = "self-calls:";
+inline constexpr std::string_view kWorkspaceOverridesQueryPrefix = "overrides:";
+inline constexpr std::string_view kWorkspaceOverridablePrefix = "overridable:";
 // A question about another file's name (a base class, a decorator), not a function to trace there.
 inline bool is_workspace_query(std::string_view entry) {
   return entry.starts_with(kWorkspaceBaseQueryPrefix) || entry.starts_with(kWorkspaceDecoratorQueryPrefix);
@@ -94,6 +103,10 @@ inline bool is_workspace_query(std::string_view entry) {
 inline std::string_view traced_entry_function(std::string_view entry) {
   if (entry.starts_with(kWorkspaceBaseQueryPrefix)) return entry.substr(kWorkspaceBaseQueryPrefix.size());
   if (entry.starts_with(kWorkspaceDecoratorQueryPrefix)) return entry.substr(kWorkspaceDecoratorQueryPrefix.size());
+  if (entry.starts_with(kWorkspaceOverridesQueryPrefix)) {
+    entry.remove_prefix(kWorkspaceOverridesQueryPrefix.size());
+    return entry.substr(0, entry.find(':'));
+  }
   if (!entry.starts_with(kWorkspaceArgumentsPrefix)) return entry;
   entry.remove_prefix(kWorkspaceArgumentsPrefix.size());
   return entry.substr(0, entry.rfind(':'));
@@ -200,6 +213,9 @@ struct FunctionInfo {
   std::array<std::vector<std::pair<uint32_t, std::vector<ValueKind>>>, kMaxInferencePasses> outgoing_by_pass;
   std::vector<uint32_t> resolved_callees;          // indices of the functions its calls resolve to, in order
   std::vector<uint32_t> attribute_method_callees;  // methods_called_through_attributes, traced with it
+  // Names it calls as `self.<name>(...)`, sorted and unique: when it is traced, a subclass's method of that
+  // name runs in its place for an object of the subclass, so the override is traced too.
+  std::vector<std::string> self_called_methods;
   std::vector<AttributeEffect> attribute_effects;
   std::vector<std::pair<std::string, std::string>> imported_calls;  // see imported_calls_from_traced_code
   // Answers to what transforms ask of the whole function ("does it call locals()?"), by question: a fix
@@ -396,6 +412,15 @@ class SemanticModel {
   std::unordered_map<std::string, std::vector<std::vector<ValueKind>>> workspace_call_args_;
   // Imported bases that another file proves are nn.Module subclasses ("module:" entries).
   std::unordered_set<std::string> workspace_module_bases_;
+  // Methods that traced code of an imported base calls through `self` ("overridable:" entries), by the base as
+  // this file names it: this file's overrides of them are traced.
+  std::unordered_map<std::string, std::unordered_set<std::string>> workspace_overridable_;
+  // Methods that subclasses in other files define, by this file's class they derive from ("overrides:" entries).
+  std::unordered_map<std::string, std::unordered_set<std::string>> workspace_override_interest_;
+  // The names that traced code of `cls` or of any of its bases calls through `self` (local bases by their traced
+  // methods, imported ones by workspace_overridable_).
+  std::unordered_set<std::string> self_calls_reaching(const ClassInfo* cls, bool strict_bases_only) const;
+  static std::vector<std::string> self_called_method_names(const Document& document, const FunctionInfo& function);
   // What functions of other files return ("ret:" entries), by the qualified name this file calls them by.
   struct ImportedReturn {
     ValueKind kind = ValueKind::Unknown;
