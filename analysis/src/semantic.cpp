@@ -144,6 +144,15 @@ constexpr std::array<std::string_view, 16> kMetadataMethods{
 // Tensor methods that move data to Python (rules GM4xx) or to NumPy.
 constexpr std::array<std::string_view, 2> kDataMethods{"item", "tolist"};
 // torch.* callables that return Python values known at trace time.
+// Methods that only tensors have: not numpy arrays, PIL images, Python numbers or sequences, nor nn.Module
+// (which has cpu/cuda/float/half/to of its own). A parameter the body calls one of these on is a tensor.
+constexpr std::array<std::string_view, 33> kTensorOnlyMethods{
+    "numel",       "dim",          "size",         "unsqueeze",    "unsqueeze_",  "flip",        "masked_fill",
+    "masked_fill_", "new_zeros",   "new_ones",     "new_full",     "new_empty",   "new_tensor",  "detach",
+    "contiguous",  "permute",      "type_as",      "is_floating_point", "element_size", "mul_", "add_",
+    "sub_",        "div_",         "clamp_",       "index_select", "masked_select", "expand_as", "view_as",
+    "reshape_as",  "unbind",       "narrow",       "scatter_add_", "index_add_"};
+
 constexpr std::array<std::string_view, 24> kStaticTorchFunctions{"torch.is_tensor",
                                                                  "torch.is_floating_point",
                                                                  "torch.is_complex",
@@ -767,6 +776,7 @@ void SemanticModel::read_function(FunctionInfo& fn, TSNode definition) {
   fn.body_range = node_range(body);
   fn.body_nodes.clear();
   fn.indexed_in_several_dimensions.clear();
+  fn.tensor_method_receivers.clear();
   fn.isinstance_tested.clear();
   fn.binding_nodes.clear();
   fn.loop_ranges.clear();
@@ -805,6 +815,12 @@ void SemanticModel::read_function(FunctionInfo& fn, TSNode definition) {
       fn.assignment_blocks[ts_node_start_byte(node)] = node_range(ts_node_parent(ts_node_parent(node)));
     if (t == "subscript" && is_type(field(node, "value"), "identifier") && indexes_in_several_dimensions(node))
       fn.indexed_in_several_dimensions.insert(text_of(document_, field(node, "value")));
+    if (t == "call") {
+      TSNode callee = field(node, "function");
+      if (is_type(callee, "attribute") && is_type(field(callee, "object"), "identifier") &&
+          one_of(document_.node_text(field(callee, "attribute")), kTensorOnlyMethods))
+        fn.tensor_method_receivers.insert(text_of(document_, field(callee, "object")));
+    }
     return Walk::Descend;
   });
 }
@@ -1352,6 +1368,7 @@ void SemanticModel::infer_locals(FunctionInfo& fn) {
       // `x[..., None]`) is a tensor when given: a list or tuple cannot be indexed so.
       if (fn.indexed_in_several_dimensions.count(name)) kind = ValueKind::Tensor;
     }
+    if (kind == ValueKind::Unknown && tensor_by_its_methods(fn, name)) kind = ValueKind::Tensor;
     if (kind != ValueKind::Unknown || !fn.param_kinds.count(name)) fn.param_kinds[name] = kind;
     auto it = fn.locals.find(name);
     if (it == fn.locals.end() || it->second == ValueKind::Unknown)
@@ -2404,7 +2421,15 @@ bool SemanticModel::runs_training_loop(const FunctionInfo& f) const {
   return false;
 }
 
+bool SemanticModel::tensor_by_its_methods(const FunctionInfo& f, const std::string& name) {
+  // Not where the body tests what it is (Tensor or SparseTensor) or binds the name to something else.
+  return f.tensor_method_receivers.count(name) && !f.isinstance_tested.count(name) && !f.binding_nodes.count(name);
+}
+
 bool SemanticModel::takes_tensors(const FunctionInfo& f) const {
+  if (std::any_of(f.params.begin(), f.params.end(),
+                  [&](const std::string& name) { return tensor_by_its_methods(f, name); }))
+    return true;
   bool any = false;
   for_each_named_child(field(f.node, "parameters"), [&](TSNode p) {
     if (!is_type(p, "typed_parameter") && !is_type(p, "typed_default_parameter")) return;
@@ -2524,7 +2549,8 @@ void SemanticModel::mark_compiled_regions(Scope scope) {
   // The same holds for the public methods of tensors of a module, or of a class whose objects carry tensors: a
   // sampler's `scheduler.step(model_output, t, sample)` or `torch.compile(model.forward_train)` is called from
   // the user's compiled code. Private methods (`_x`) are reached through the public ones; `__call__` makes
-  // the object itself the function. Classes of plain values (image processors, configs) are host-side code.
+  // the object itself a function of tensors (an augmentation, a loss), whatever the class holds. Classes of
+  // plain values (image processors, configs) are host-side code.
   for (auto& f : functions_) {
     if (f->compiled || f->parent || eager[f->index] || disabled_.count(f.get()) || deferred_.count(f->name) ||
         f->name.starts_with("test_") || !takes_tensors(*f))
@@ -2532,8 +2558,8 @@ void SemanticModel::mark_compiled_regions(Scope scope) {
     if (!f->owner) {
       enter(f.get(), "function `" + f->name + "`, which takes tensors; no compile entry for it was seen in this file",
             node_range(field(f->node, "name")), true);
-    } else if ((!f->name.starts_with("_") || f->name == "__call__") &&
-               (f->owner->is_module || holds_tensors(*f->owner))) {
+    } else if ((!f->name.starts_with("_") && (f->owner->is_module || holds_tensors(*f->owner))) ||
+               f->name == "__call__") {
       enter(f.get(),
             "method `" + f->qualified_name + "`, which takes tensors; no compile entry for it was seen in this file",
             node_range(field(f->node, "name")), true);

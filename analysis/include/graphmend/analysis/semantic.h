@@ -187,6 +187,8 @@ struct FunctionInfo {
   std::string comment_return_type;
   // Names the body subscripts in several dimensions with a slice (`x[:, 0]`), read in the same pass.
   std::unordered_set<std::string> indexed_in_several_dimensions;
+  // Names the body calls a method on that only tensors have (`x.numel()`, `x.unsqueeze(0)`, kTensorOnlyMethods).
+  std::unordered_set<std::string> tensor_method_receivers;
   // The nodes of the body that bind each name (assignments, augmented assignments, for statements,
   // comprehensions, `name.append(...)`), in source order: read from the syntax with body_nodes. The kind of
   // a name at one place is folded from the bindings that reach it there (SemanticModel::kind_at).
@@ -420,6 +422,8 @@ class SemanticModel {
   // The names that traced code of `cls` or of any of its bases calls through `self` (local bases by their traced
   // methods, imported ones by workspace_overridable_).
   std::unordered_set<std::string> self_calls_reaching(const ClassInfo* cls, bool strict_bases_only) const;
+  // A parameter the body calls a tensor-only method on, never rebinds and never tests with isinstance.
+  static bool tensor_by_its_methods(const FunctionInfo& f, const std::string& name);
   static std::vector<std::string> self_called_method_names(const Document& document, const FunctionInfo& function);
   // What functions of other files return ("ret:" entries), by the qualified name this file calls them by.
   struct ImportedReturn {
