@@ -147,11 +147,11 @@ constexpr std::array<std::string_view, 2> kDataMethods{"item", "tolist"};
 // Methods that only tensors have: not numpy arrays, PIL images, Python numbers or sequences, nor nn.Module
 // (which has cpu/cuda/float/half/to of its own). A parameter the body calls one of these on is a tensor.
 constexpr std::array<std::string_view, 33> kTensorOnlyMethods{
-    "numel",       "dim",          "size",         "unsqueeze",    "unsqueeze_",  "flip",        "masked_fill",
-    "masked_fill_", "new_zeros",   "new_ones",     "new_full",     "new_empty",   "new_tensor",  "detach",
-    "contiguous",  "permute",      "type_as",      "is_floating_point", "element_size", "mul_", "add_",
-    "sub_",        "div_",         "clamp_",       "index_select", "masked_select", "expand_as", "view_as",
-    "reshape_as",  "unbind",       "narrow",       "scatter_add_", "index_add_"};
+    "numel",        "dim",       "size",     "unsqueeze",         "unsqueeze_",    "flip",       "masked_fill",
+    "masked_fill_", "new_zeros", "new_ones", "new_full",          "new_empty",     "new_tensor", "detach",
+    "contiguous",   "permute",   "type_as",  "is_floating_point", "element_size",  "mul_",       "add_",
+    "sub_",         "div_",      "clamp_",   "index_select",      "masked_select", "expand_as",  "view_as",
+    "reshape_as",   "unbind",    "narrow",   "scatter_add_",      "index_add_"};
 
 constexpr std::array<std::string_view, 24> kStaticTorchFunctions{"torch.is_tensor",
                                                                  "torch.is_floating_point",
@@ -1302,12 +1302,13 @@ void SemanticModel::infer_locals(FunctionInfo& fn) {
       TSNode value = field(p, "value");
       auto vt = type_of(value);
       if (vt == "true" || vt == "false" || vt == "integer" || vt == "float" || vt == "string") kind = ValueKind::Static;
-      // Optional inputs named like Hugging Face tensors (attention_mask=None, position_ids=None, labels=None).
+      // Optional inputs named like Hugging Face tensors (attention_mask=None, position_ids=None, labels=None);
+      // past_key_values is a Cache object.
       if (vt == "none" && kind == ValueKind::Unknown && !looks_like_flag(name)) {
         std::string_view n = name;
         if (n == "mask" || n.ends_with("_mask") || n.ends_with("_ids") || n.ends_with("_states") ||
-            n.ends_with("_embeds") || n == "labels" || n.ends_with("_values") || n.ends_with("_features") ||
-            n.ends_with("_bias") || n == "bias")
+            n.ends_with("_embeds") || n == "labels" || (n.ends_with("_values") && n != "past_key_values") ||
+            n.ends_with("_features") || n.ends_with("_bias") || n == "bias")
           kind = ValueKind::Tensor;
       }
     } else {
