@@ -21,7 +21,9 @@ const RuleInfo kInfo{
         "`torchvision.ops.nms`, `batched_nms`) as many indices as boxes survive: the size is read from the data. "
         "With `capture_dynamic_output_shape_ops=False` (the default) Dynamo breaks the graph at such an "
         "operator (torchvision registers `nms` with an unbacked output size). `repeat_interleave` with "
-        "`output_size=` given, or with an int of repeats, keeps a static size and does not break.",
+        "`output_size=` given, or with an int of repeats, keeps a static size and does not break; an "
+        "`output_size=` passed on from a parameter that defaults to None is reported, as a caller that gives "
+        "none breaks.",
     .registry_id = "GB0036",
     .fix_summary =
         "No automatic fix: give `repeat_interleave` its `output_size=` when it is known; count with a "
@@ -57,6 +59,24 @@ bool has_keyword(const RuleContext& ctx, TSNode call, std::string_view name) {
   return false;
 }
 
+// `output_size=output_size` passing on a parameter of `fn` that defaults to None and is never bound again in
+// the body: when its caller gives none, the size is read from the data (torch_geometric's ptr2index).
+bool passes_optional_output_size(const RuleContext& ctx, TSNode call, const FunctionInfo& fn) {
+  TSNode value{};
+  for (TSNode a : named_children(field(call, "arguments"))) {
+    if (is_type(a, "keyword_argument") && ctx.document.node_text(field(a, "name")) == "output_size")
+      value = unparenthesize(field(a, "value"));
+  }
+  if (!is_type(value, "identifier")) return false;
+  const std::string name = ctx.text(value);
+  if (fn.assignments.count(name) || fn.binding_nodes.count(name)) return false;
+  for (TSNode p : named_children(field(fn.node, "parameters"))) {
+    if (!is_type(p, "default_parameter") && !is_type(p, "typed_default_parameter")) continue;
+    if (ctx.document.node_text(field(p, "name")) == name) return is_type(field(p, "value"), "none");
+  }
+  return false;
+}
+
 std::vector<TSNode> positional(TSNode call) {
   std::vector<TSNode> args;
   for (TSNode a : named_children(field(call, "arguments"))) {
@@ -73,7 +93,7 @@ void check(RuleContext& ctx, const Visit& v) {
   if (method == "bincount" || std::find(kAlwaysDynamic.begin(), kAlwaysDynamic.end(), q) != kAlwaysDynamic.end()) {
     if (!method.empty() || !callee_shadowed(ctx, v.node, v.function)) what = method.empty() ? q : "bincount";
   } else if ((method == "repeat_interleave" || q == "torch.repeat_interleave") &&
-             !has_keyword(ctx, v.node, "output_size")) {
+             (!has_keyword(ctx, v.node, "output_size") || passes_optional_output_size(ctx, v.node, v.function))) {
     // The repeats: `x.repeat_interleave(r)`, `torch.repeat_interleave(x, r)`, `torch.repeat_interleave(r)`.
     const std::vector<TSNode> args = positional(v.node);
     TSNode repeats{};
@@ -87,7 +107,11 @@ void check(RuleContext& ctx, const Visit& v) {
   std::string message = "`" + what +
                         "` returns a size read from the data: Dynamo breaks the graph here (Dynamic "
                         "shape operator).";
-  if (what == "repeat_interleave")
+  if (what == "repeat_interleave" && has_keyword(ctx, v.node, "output_size"))
+    message +=
+        " Its `output_size=` is a parameter that defaults to None: a caller that gives none leaves the size "
+        "to the data.";
+  else if (what == "repeat_interleave")
     message += " Giving `output_size=` (the sum of the repeats, when known) keeps it in the graph.";
   ctx.report(kInfo, node_range(v.node), std::move(message), v);
 }
