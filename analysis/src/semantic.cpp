@@ -539,24 +539,37 @@ SemanticModel::SemanticModel(const Document& document, Scope scope,
     f->attribute_method_callees = methods_called_through_attributes(*f);
     f->self_called_methods = self_called_method_names(document_, *f);
   }
-  seed_workspace_call_sites();
-  for (int pass = 0; pass < kMaxInferencePasses; ++pass) {
-    for (auto& f : functions_) {
-      f->call_site_args_by_pass[pass] = f->call_site_args;
-      infer_locals(*f);
-      f->return_by_pass[pass] = f->return_kind;
-      f->return_elements_by_pass[pass] = f->return_elements;
+  // Attributes set from names (`self.weights = weights`) take the names' kinds, known once the passes have run:
+  // when that changes what a class holds, the passes run again with it (once: what they infer then is kept).
+  for (int round = 0; round < 2; ++round) {
+    seed_workspace_call_sites();
+    for (int pass = 0; pass < kMaxInferencePasses; ++pass) {
+      for (auto& f : functions_) {
+        f->call_site_args_by_pass[pass] = f->call_site_args;
+        infer_locals(*f);
+        f->return_by_pass[pass] = f->return_kind;
+        f->return_elements_by_pass[pass] = f->return_elements;
+      }
+      collect_call_sites(pass, calls);
+      inference_passes_ = pass + 1;
+      // Converged: every function saw in this pass what it would see in the next (the same returns of
+      // all others, the same arguments from its callers), so another pass would repeat this one.
+      if (pass > 0 && std::all_of(functions_.begin(), functions_.end(), [&](const auto& f) {
+            return f->return_by_pass[pass] == f->return_by_pass[pass - 1] &&
+                   f->return_elements_by_pass[pass] == f->return_elements_by_pass[pass - 1] &&
+                   f->call_site_args == f->call_site_args_by_pass[pass];
+          }))
+        break;
     }
-    collect_call_sites(pass, calls);
-    inference_passes_ = pass + 1;
-    // Converged: every function saw in this pass what it would see in the next (the same returns of
-    // all others, the same arguments from its callers), so another pass would repeat this one.
-    if (pass > 0 && std::all_of(functions_.begin(), functions_.end(), [&](const auto& f) {
-          return f->return_by_pass[pass] == f->return_by_pass[pass - 1] &&
-                 f->return_elements_by_pass[pass] == f->return_elements_by_pass[pass - 1] &&
-                 f->call_site_args == f->call_site_args_by_pass[pass];
-        }))
-      break;
+    if (round > 0 || !refine_attribute_kinds()) break;
+    new_flow_generation();
+    // From scratch, as a fresh model with these attribute facts would run (incremental updates replay that).
+    for (auto& f : functions_) {
+      f->call_site_args.clear();
+      f->locals.clear();
+      f->return_kind = ValueKind::Unknown;
+      f->return_elements.clear();
+    }
   }
   mark_compiled_regions(scope);
   new_flow_generation();
@@ -1216,6 +1229,11 @@ std::vector<AttributeEffect> SemanticModel::attribute_effects(const FunctionInfo
         }
       } else if (is_type(right, "none")) {
         effect.kind = ValueKind::None;
+      } else if (is_type(right, "identifier")) {
+        // `self.weights = weights` after `weights = torch.as_tensor(...)`: the name's kind, once the passes
+        // have inferred it (refine_attribute_kinds); until then a Python value, as before.
+        auto it = method.locals.find(text_of(document_, right));
+        if (it != method.locals.end() && tensor_valued(it->second)) effect.kind = it->second;
       }
       out.push_back(std::move(effect));
     } else if (is_type(node, "call")) {
@@ -1237,6 +1255,28 @@ std::vector<AttributeEffect> SemanticModel::attribute_effects(const FunctionInfo
     }
   });
   return out;
+}
+
+bool SemanticModel::refine_attribute_kinds() {
+  bool changed = false;
+  for (auto& fn : functions_) {
+    if (!fn->owner) continue;
+    std::vector<AttributeEffect> effects = attribute_effects(*fn);
+    if (effects == fn->attribute_effects) continue;
+    fn->attribute_effects = std::move(effects);
+    changed = true;
+  }
+  if (!changed) return false;
+  for (auto& cls : classes_) {
+    cls->attributes.clear();
+    cls->literal_attributes.clear();
+    cls->attribute_constructors.clear();
+    cls->attribute_module_classes.clear();
+    cls->attribute_element_classes.clear();
+  }
+  for (auto& fn : functions_)
+    if (fn->owner) apply_attribute_effects(*fn->owner, fn->attribute_effects);
+  return true;
 }
 
 void SemanticModel::apply_attribute_effects(ClassInfo& cls, const std::vector<AttributeEffect>& effects) {

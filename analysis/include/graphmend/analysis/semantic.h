@@ -424,6 +424,9 @@ class SemanticModel {
   std::unordered_set<std::string> self_calls_reaching(const ClassInfo* cls, bool strict_bases_only) const;
   // A parameter the body calls a tensor-only method on, never rebinds and never tests with isinstance.
   static bool tensor_by_its_methods(const FunctionInfo& f, const std::string& name);
+  // Attribute effects read again with the methods' inferred kinds; true when one changed (the classes' attribute
+  // facts are then folded afresh).
+  bool refine_attribute_kinds();
   static std::vector<std::string> self_called_method_names(const Document& document, const FunctionInfo& function);
   // What functions of other files return ("ret:" entries), by the qualified name this file calls them by.
   struct ImportedReturn {
