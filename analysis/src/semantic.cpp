@@ -2471,6 +2471,28 @@ bool SemanticModel::takes_tensors(const FunctionInfo& f) const {
   if (std::any_of(f.params.begin(), f.params.end(),
                   [&](const std::string& name) { return tensor_by_its_methods(f, name); }))
     return true;
+  // Or hands a parameter as it is to a function of this file that uses it so (timm's Mixup.__call__ passes `x`
+  // to `_mix_batch`, which calls `x.flip(0)`).
+  for (TSNode node : f.body_nodes) {
+    if (!is_type(node, "call")) continue;
+    const FunctionInfo* callee = resolve_callee(node, f);
+    if (!callee || callee == &f) continue;
+    size_t index = 0;
+    for (TSNode a : named_children(field(node, "arguments"))) {
+      if (is_type(a, "comment")) continue;
+      if (!is_type(a, "identifier")) {
+        if (is_type(a, "keyword_argument") || is_type(a, "list_splat") || is_type(a, "dictionary_splat")) break;
+        ++index;
+        continue;
+      }
+      const std::string name = text_of(document_, a);
+      if (index < callee->params.size() && !f.binding_nodes.count(name) &&
+          std::find(f.params.begin(), f.params.end(), name) != f.params.end() &&
+          tensor_by_its_methods(*callee, callee->params[index]))
+        return true;
+      ++index;
+    }
+  }
   bool any = false;
   for_each_named_child(field(f.node, "parameters"), [&](TSNode p) {
     if (!is_type(p, "typed_parameter") && !is_type(p, "typed_default_parameter")) return;
