@@ -3,6 +3,7 @@
 #include <array>
 #include <string_view>
 
+#include "graphmend/analysis/annotations.h"
 #include "rule.h"
 
 namespace graphmend {
@@ -92,6 +93,26 @@ bool break_between(RuleContext& ctx, const FunctionInfo& fn, uint32_t from, uint
   return first != calls.end() && *first < to;
 }
 
+// A parameter of `fn` that its annotation or PEP 484 type comment says is a tensor (not one by default): what
+// the frame computes from it (`box[0]`) is data, not a frame input.
+bool declared_tensor_parameter(RuleContext& ctx, const FunctionInfo& fn, TSNode expr) {
+  if (!is_type(expr, "identifier")) return false;
+  const std::string name = ctx.text(expr);
+  const auto at = std::find(fn.params.begin(), fn.params.end(), name);
+  if (at == fn.params.end()) return false;
+  const size_t index = static_cast<size_t>(at - fn.params.begin());
+  if (index < fn.comment_param_types.size() && read_annotation(fn.comment_param_types[index]).kind == ValueKind::Tensor)
+    return true;
+  bool declared = false;
+  each_named_child(field(fn.node, "parameters"), [&](TSNode p) {
+    if (!is_type(p, "typed_parameter") && !is_type(p, "typed_default_parameter")) return;
+    TSNode id = is_type(p, "typed_parameter") ? ts_node_named_child(p, 0) : field(p, "name");
+    if (ctx.text(id) == name && read_annotation(ctx.document.node_text(field(p, "type"))).kind == ValueKind::Tensor)
+      declared = true;
+  });
+  return declared;
+}
+
 // `arithmetic`: `expr` is an operand of arithmetic, which breaks on a frame input too (`size - n`), so a
 // parameter that every caller passes a tensor counts there (longformer's `narrow(-1, n, size - n)`).
 bool data_derived(RuleContext& ctx, TSNode expr, const FunctionInfo& fn, int depth = 0, bool arithmetic = false) {
@@ -119,11 +140,23 @@ bool data_derived(RuleContext& ctx, TSNode expr, const FunctionInfo& fn, int dep
   if (type == "subscript") {
     TSNode object = field(expr, "value");
     if (ctx.model.kind_of(object, fn) != ValueKind::Tensor) return false;
-    // `shapes[0, 1]`, `shapes[:, 0]`: several dimensions, so a tensor for sure.
-    return data_derived(ctx, object, fn, depth + 1) || ts_node_named_child_count(expr) > 2;
+    // `shapes[0, 1]`, `shapes[:, 0]`: several dimensions, so a tensor for sure; `box[0]` of a declared tensor.
+    return data_derived(ctx, object, fn, depth + 1) || ts_node_named_child_count(expr) > 2 ||
+           declared_tensor_parameter(ctx, fn, unparenthesize(object));
   }
   if (type != "call") return false;
   TSNode callee = unparenthesize(field(expr, "function"));
+  if (is_type(callee, "identifier")) {
+    // `max(box[0], 0)`, `min(box[2] + 1, w)`: Dynamo computes them as tensors of data.
+    const std::string builtin = ctx.text(callee);
+    if (builtin != "max" && builtin != "min" && builtin != "abs" && builtin != "round") return false;
+    if (ctx.model.kind_of(expr, fn) != ValueKind::Tensor) return false;
+    bool derived = false;
+    each_named_child(field(expr, "arguments"), [&](TSNode arg) {
+      derived = derived || (!is_type(arg, "keyword_argument") && data_derived(ctx, arg, fn, depth + 1, true));
+    });
+    return derived;
+  }
   if (is_type(callee, "attribute") && ctx.model.kind_of(field(callee, "object"), fn) == ValueKind::Tensor) {
     return is_value_method(ctx.text(field(callee, "attribute")));
   }

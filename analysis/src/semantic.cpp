@@ -1829,13 +1829,23 @@ ValueKind SemanticModel::call_kind(TSNode call, const FunctionInfo& fn) const {
       return ValueKind::Tensor;  // `sum(losses)` adds tensors
     if (callee_text == "max" || callee_text == "min" || callee_text == "abs" || callee_text == "round" ||
         callee_text == "sum") {
-      // Of values Dynamo knows (`max(self.config.attention_window)`): known too.
+      // Of values Dynamo knows (`max(self.config.attention_window)`): known too. Of a tensor and Python numbers
+      // (`max(box[0], 0)`, `min(box[2] + 1, w)`, `abs(t)`): a tensor, as Dynamo traces them as tensor operations.
       bool all_static = ts_node_named_child_count(field(call, "arguments")) > 0;
+      bool numbers_and_tensors = all_static, any_tensor = false;
+      size_t count = 0;
       for (TSNode a : named_children(field(call, "arguments"))) {
         if (is_type(a, "comment")) continue;
-        all_static = all_static && !is_type(a, "keyword_argument") && kind_of(a, fn) == ValueKind::Static;
+        ++count;
+        const ValueKind k = is_type(a, "keyword_argument") ? ValueKind::Unknown : kind_of(a, fn);
+        all_static = all_static && k == ValueKind::Static;
+        numbers_and_tensors = numbers_and_tensors && (k == ValueKind::Static || k == ValueKind::Tensor);
+        any_tensor = any_tensor || k == ValueKind::Tensor;
       }
-      return all_static ? ValueKind::Static : ValueKind::Unknown;
+      if (all_static) return ValueKind::Static;
+      const bool elementwise = callee_text == "abs" || callee_text == "round" || count >= 2;
+      return callee_text != "sum" && elementwise && numbers_and_tensors && any_tensor ? ValueKind::Tensor
+                                                                                       : ValueKind::Unknown;
     }
     if ((callee_text == "list" || callee_text == "tuple" || callee_text == "sorted" || callee_text == "reversed") &&
         argument_count_of(call) == 1) {
