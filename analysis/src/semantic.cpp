@@ -1845,7 +1845,7 @@ ValueKind SemanticModel::call_kind(TSNode call, const FunctionInfo& fn) const {
       if (all_static) return ValueKind::Static;
       const bool elementwise = callee_text == "abs" || callee_text == "round" || count >= 2;
       return callee_text != "sum" && elementwise && numbers_and_tensors && any_tensor ? ValueKind::Tensor
-                                                                                       : ValueKind::Unknown;
+                                                                                      : ValueKind::Unknown;
     }
     if ((callee_text == "list" || callee_text == "tuple" || callee_text == "sorted" || callee_text == "reversed") &&
         argument_count_of(call) == 1) {
@@ -1905,6 +1905,13 @@ ValueKind SemanticModel::call_kind(TSNode call, const FunctionInfo& fn) const {
   if (callee_kind == ValueKind::Module) return ValueKind::Tensor;
   if (const FunctionInfo* target = resolve_callee(call, fn)) return target->return_kind;
   return ValueKind::Unknown;
+}
+
+bool workspace_entry_wanted(std::string_view entry, const std::vector<std::pair<std::string, std::string>>& announced) {
+  if (!entry.starts_with(kWorkspaceOverridesQueryPrefix)) return true;
+  const std::pair<std::string, std::string> passes_on{
+      "", std::string(kWorkspacePassesOnPrefix) + std::string(traced_entry_function(entry))};
+  return std::find(announced.begin(), announced.end(), passes_on) != announced.end();
 }
 
 std::vector<std::string> workspace_answers(std::string_view module, std::string_view query,
@@ -2857,15 +2864,18 @@ std::vector<std::pair<std::string, std::string>> SemanticModel::imported_calls_f
       if (auto it = workspace_override_interest_.find(sub->name); it != workspace_override_interest_.end())
         defined.insert(it->second.begin(), it->second.end());
     }
-    if (defined.empty()) continue;
+    bool passes_on = false;
     std::string list;
     for (const std::string& m : defined) list += (list.empty() ? "" : ",") + m;
     for (const std::string& base : cls->bases) {
       const auto dot = base.rfind('.');
       if (dot == std::string::npos || dot == 0 || base.starts_with("torch.")) continue;
-      out.emplace_back(base.substr(0, dot),
-                       std::string(kWorkspaceOverridesQueryPrefix) + base.substr(dot + 1) + ":" + list);
+      passes_on = true;
+      if (!defined.empty())
+        out.emplace_back(base.substr(0, dot),
+                         std::string(kWorkspaceOverridesQueryPrefix) + base.substr(dot + 1) + ":" + list);
     }
+    if (passes_on) out.emplace_back("", std::string(kWorkspacePassesOnPrefix) + cls->name);
   }
   for (const auto& cls : classes_) {
     if (cls->is_module) out.emplace_back("", std::string(kWorkspaceModuleClassPrefix) + cls->name);

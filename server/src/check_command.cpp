@@ -690,7 +690,8 @@ int run_check(const std::vector<std::string>& args) {
               it = defining;
           }
           if (it == by_module.end() || it->second == i) continue;
-          if (!is_workspace_query(function)) add(it->second, function);
+          if (!is_workspace_query(function) && workspace_entry_wanted(function, outcomes[it->second].imported_calls))
+            add(it->second, function);
           for (std::string& answer : workspace_answers(module, function, outcomes[it->second].imported_calls))
             add(i, answer);
         }

@@ -269,7 +269,9 @@ void Session::update_workspace_calls(const OpenDocument& source, const AnalysisR
         for (const auto& [uri, document] : scheduler_->documents()) {
           if (uri == source.uri || document->module.empty() || document->module != target_module) continue;
           found = true;
-          if (!is_workspace_query(traced_name)) wanted[uri].insert(traced_name);
+          if (!is_workspace_query(traced_name) &&
+              (!document->latest || workspace_entry_wanted(traced_name, document->latest->imported_calls)))
+            wanted[uri].insert(traced_name);
           // What its open document announced answers the source (as in the CLI's pass).
           if (document->latest) {
             for (std::string& answer : workspace_answers(module_text, traced_name, document->latest->imported_calls))

@@ -95,10 +95,16 @@ inline constexpr std::string_view kWorkspaceDisabledPrefix = "disabled:";
 inline constexpr std::string_view kWorkspaceSelfCallsPrefix = "self-calls:";
 inline constexpr std::string_view kWorkspaceOverridesQueryPrefix = "overrides:";
 inline constexpr std::string_view kWorkspaceOverridablePrefix = "overridable:";
+// Announced ("", "passes-on:Class") for each class with an imported base: only such a class's file takes the
+// "overrides:" question as an entry (to ask its own bases); elsewhere it would cost an analysis for nothing.
+inline constexpr std::string_view kWorkspacePassesOnPrefix = "passes-on:";
 // A question about another file's name (a base class, a decorator), not a function to trace there.
 inline bool is_workspace_query(std::string_view entry) {
   return entry.starts_with(kWorkspaceBaseQueryPrefix) || entry.starts_with(kWorkspaceDecoratorQueryPrefix);
 }
+// Whether the file that announced `announced` takes `entry`, an entry another file's traced code asks it to
+// trace (not a query): every entry but an "overrides:" question about a class that passes nothing on.
+bool workspace_entry_wanted(std::string_view entry, const std::vector<std::pair<std::string, std::string>>& announced);
 // The function (or class) an entry names: "f" for "f", for "args:f:TS" and for the queries "base:f", "decorator:f".
 inline std::string_view traced_entry_function(std::string_view entry) {
   if (entry.starts_with(kWorkspaceBaseQueryPrefix)) return entry.substr(kWorkspaceBaseQueryPrefix.size());
