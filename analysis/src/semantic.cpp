@@ -2576,15 +2576,17 @@ void SemanticModel::mark_compiled_regions(Scope scope) {
     for (bool entered = true; entered;) {
       entered = false;
       for (auto& cls : classes_) {
-        std::optional<std::unordered_set<std::string>> called;
+        std::optional<std::unordered_map<std::string, bool>> called;
         for (auto& [name, g] : cls->methods) {
           if (g->compiled || g->parent || name == "__init__" || disabled_.count(g) || deferred_.count(name)) continue;
           if (!called) called = self_calls_reaching(cls.get(), true);
-          if (!called->count(name)) continue;
+          auto it = called->find(name);
+          if (it == called->end()) continue;
+          // Reported without an entry when only code reported so (a function of tensors nothing compiles) calls it.
           enter(g,
                 "`" + g->qualified_name + "`, which overrides the `" + name +
                     "` that traced code of a base class calls through `self`",
-                node_range(field(g->node, "name")), !cls->is_module);
+                node_range(field(g->node, "name")), it->second);
           entered = true;
         }
       }
@@ -2665,25 +2667,32 @@ std::vector<std::string> SemanticModel::self_called_method_names(const Document&
   return out;
 }
 
-std::unordered_set<std::string> SemanticModel::self_calls_reaching(const ClassInfo* cls, bool strict_bases_only) const {
-  std::unordered_set<std::string> out;
+std::unordered_map<std::string, bool> SemanticModel::self_calls_reaching(const ClassInfo* cls,
+                                                                         bool strict_bases_only) const {
+  std::unordered_map<std::string, bool> out;
+  auto add = [&](const FunctionInfo& caller) {
+    for (const std::string& name : caller.self_called_methods) {
+      auto [it, fresh] = out.emplace(name, caller.assumed_entry);
+      if (!fresh) it->second = it->second && caller.assumed_entry;
+    }
+  };
   walk_bases(
       cls, [&](std::string_view name) { return find_class(name); },
       [&](const ClassInfo* c) {
         if (strict_bases_only && c == cls) return false;
         for (const auto& [name, method] : c->methods) {
           if (!method->compiled) continue;
-          out.insert(method->self_called_methods.begin(), method->self_called_methods.end());
+          add(*method);
           // Closures inside the method run as part of it.
           if (auto nested = nested_.find(method); nested != nested_.end())
             for (const FunctionInfo* g : nested->second)
-              if (g->compiled) out.insert(g->self_called_methods.begin(), g->self_called_methods.end());
+              if (g->compiled) add(*g);
         }
         return false;
       },
       [&](const std::string& base) {
         if (auto it = workspace_overridable_.find(base); it != workspace_overridable_.end())
-          out.insert(it->second.begin(), it->second.end());
+          for (const std::string& name : it->second) out[name] = false;  // announced: traced from an entry
       });
   return out;
 }
@@ -2844,9 +2853,12 @@ std::vector<std::pair<std::string, std::string>> SemanticModel::imported_calls_f
   // Overrides for the other files: what each class's traced code (or a base's) calls through `self`, and, for
   // each class with an imported base, the methods it and its subclasses here define, asked of that base's file.
   for (const auto& cls : classes_) {
-    const std::unordered_set<std::string> called = self_calls_reaching(cls.get(), false);
-    if (!called.empty()) {
-      std::vector<std::string> sorted(called.begin(), called.end());
+    // Only what code traced from an entry calls (not code reported without one: a mixin's public methods of
+    // tensors, which nothing may compile, would make every override in the package traced).
+    std::vector<std::string> sorted;
+    for (const auto& [name, assumed_only] : self_calls_reaching(cls.get(), false))
+      if (!assumed_only) sorted.push_back(name);
+    if (!sorted.empty()) {
       std::sort(sorted.begin(), sorted.end());
       std::string list;
       for (const std::string& m : sorted) list += (list.empty() ? "" : ",") + m;

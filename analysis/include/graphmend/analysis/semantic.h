@@ -426,8 +426,9 @@ class SemanticModel {
   // Methods that subclasses in other files define, by this file's class they derive from ("overrides:" entries).
   std::unordered_map<std::string, std::unordered_set<std::string>> workspace_override_interest_;
   // The names that traced code of `cls` or of any of its bases calls through `self` (local bases by their traced
-  // methods, imported ones by workspace_overridable_).
-  std::unordered_set<std::string> self_calls_reaching(const ClassInfo* cls, bool strict_bases_only) const;
+  // methods, imported ones by workspace_overridable_), each with whether only code reported without an entry
+  // (assumed_entry) calls it.
+  std::unordered_map<std::string, bool> self_calls_reaching(const ClassInfo* cls, bool strict_bases_only) const;
   // A parameter the body calls a tensor-only method on, never rebinds and never tests with isinstance.
   static bool tensor_by_its_methods(const FunctionInfo& f, const std::string& name);
   // Attribute effects read again with the methods' inferred kinds; true when one changed (the classes' attribute
