@@ -1847,10 +1847,13 @@ ValueKind SemanticModel::call_kind(TSNode call, const FunctionInfo& fn) const {
       return callee_text != "sum" && elementwise && numbers_and_tensors && any_tensor ? ValueKind::Tensor
                                                                                       : ValueKind::Unknown;
     }
+    TSNode arguments = field(call, "arguments");
     if ((callee_text == "list" || callee_text == "tuple" || callee_text == "sorted" || callee_text == "reversed") &&
-        argument_count_of(call) == 1) {
-      // `list(feats)` of a list of tensors or of a tensor's rows.
-      const ValueKind element = element_kind(ts_node_named_child(field(call, "arguments"), 0), fn);
+        (argument_count_of(call) == 1 || is_type(arguments, "generator_expression"))) {
+      // `list(feats)` of a list of tensors or of a tensor's rows; `tuple(params[k] for k in keys)` (the
+      // generator expression is the whole argument list).
+      const ValueKind element =
+          element_kind(is_type(arguments, "generator_expression") ? arguments : ts_node_named_child(arguments, 0), fn);
       if (element == ValueKind::Tensor) return ValueKind::TensorSequence;
       if (element == ValueKind::Static) return ValueKind::Static;
       return ValueKind::Unknown;
