@@ -106,7 +106,11 @@ void check_arithmetic(RuleContext& ctx, const Visit& v) {
     const std::string op = ctx.text(field(v.node, "operator"));
     if (op != "+" && op != "-" && op != "*" && op != "/" && op != "//" && op != "%" && op != "**") return;
     const bool l = is_draw(ctx, left, v.function), r = is_draw(ctx, right, v.function);
-    if (!((l && (r || is_number_literal(right))) || (r && is_number_literal(left)))) return;
+    // The other operand a Python number: a literal, or a value Dynamo knows while tracing (`area` from sizes).
+    auto number = [&](TSNode n) {
+      return is_number_literal(n) || ctx.model.kind_of(n, v.function) == ValueKind::Static;
+    };
+    if (!((l && (r || number(right))) || (r && number(left)))) return;
   }
   ctx.report(kInfo, node_range(v.node),
              "`" + ctx.text(v.node) +

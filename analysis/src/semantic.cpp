@@ -1027,9 +1027,23 @@ std::vector<std::pair<uint32_t, std::vector<ValueKind>>> SemanticModel::outgoing
     const FunctionInfo* callee = functions_[callee_index].get();
     std::vector<ValueKind> kinds;
     bool positional = true;
-    for (TSNode a : named_children(field(node, "arguments"))) {
+    const std::vector<TSNode> arguments = named_children(field(node, "arguments"));
+    for (size_t i = 0; i < arguments.size(); ++i) {
+      TSNode a = arguments[i];
       if (is_type(a, "comment")) continue;
-      if (is_type(a, "list_splat") || is_type(a, "dictionary_splat")) break;
+      if (is_type(a, "list_splat")) {
+        // `f(x, *x.size(), x.dtype)`: how many values the splat gives is unknown, but when it and every
+        // positional argument after it are Python values, so is every parameter from here on.
+        bool static_rest = positional && element_kind(ts_node_named_child(a, 0), caller) == ValueKind::Static;
+        for (size_t j = i + 1; j < arguments.size() && static_rest; ++j) {
+          TSNode b = arguments[j];
+          if (is_type(b, "comment") || is_type(b, "keyword_argument") || is_type(b, "dictionary_splat")) continue;
+          static_rest = !is_type(b, "list_splat") && kind_of(b, caller) == ValueKind::Static;
+        }
+        if (static_rest && kinds.size() < callee->params.size()) kinds.resize(callee->params.size(), ValueKind::Static);
+        break;
+      }
+      if (is_type(a, "dictionary_splat")) break;
       if (is_type(a, "keyword_argument")) {
         // `spatial_shapes=spatial_shapes`: the kind goes to that parameter's position.
         positional = false;
