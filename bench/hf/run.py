@@ -609,7 +609,8 @@ def main(argv=None) -> int:
     with open(out, "w") as f:
         json.dump(results, f, indent=1, sort_keys=False)
     log(f"wrote {out} in {meta['duration_s']} s")
-    if not args.no_doc:
+    # A census alone has no detection or fix columns: it would replace the section's with blanks.
+    if not args.no_doc and not args.census_only:
         write_report(results, args.doc)
     if not args.keep:
         shutil.rmtree(work, ignore_errors=True)
