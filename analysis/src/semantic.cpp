@@ -127,6 +127,28 @@ std::string_view to_string(ValueKind kind) {
 
 namespace {
 
+// The names of a workspace entry's comma-separated list ("make_params,transform"), empty ones left out.
+std::vector<std::string_view> listed_names(std::string_view list) {
+  std::vector<std::string_view> out;
+  while (!list.empty()) {
+    const size_t comma = list.find(',');
+    if (comma != 0) out.push_back(list.substr(0, comma));
+    list = comma == std::string_view::npos ? std::string_view() : list.substr(comma + 1);
+  }
+  return out;
+}
+
+// The reverse of listed_names, in the order given.
+template <class Names>
+std::string joined_names(const Names& names) {
+  std::string out;
+  for (const auto& name : names) {
+    if (!out.empty()) out += ',';
+    out += name;
+  }
+  return out;
+}
+
 template <size_t N>
 bool one_of(std::string_view s, const std::array<std::string_view, N>& set) {
   return std::find(set.begin(), set.end(), s) != set.end();
@@ -453,11 +475,7 @@ SemanticModel::SemanticModel(const Document& document, Scope scope,
       const size_t colon = rest.rfind(':');
       if (colon == std::string_view::npos) continue;
       auto& methods = workspace_overridable_[std::string(rest.substr(0, colon))];
-      for (std::string_view list = rest.substr(colon + 1); !list.empty();) {
-        const size_t comma = list.find(',');
-        if (comma != 0) methods.emplace(list.substr(0, comma));
-        list = comma == std::string_view::npos ? std::string_view() : list.substr(comma + 1);
-      }
+      for (std::string_view method : listed_names(rest.substr(colon + 1))) methods.emplace(method);
       continue;
     }
     // "ret:pkg.bbox.infer_shape:LTT": what an imported function returns (a tuple of two tensors).
@@ -488,11 +506,7 @@ SemanticModel::SemanticModel(const Document& document, Scope scope,
       const size_t colon = rest.find(':');
       if (colon == std::string_view::npos) continue;
       auto& methods = workspace_override_interest_[std::string(rest.substr(0, colon))];
-      for (std::string_view list = rest.substr(colon + 1); !list.empty();) {
-        const size_t comma = list.find(',');
-        if (comma != 0) methods.emplace(list.substr(0, comma));
-        list = comma == std::string_view::npos ? std::string_view() : list.substr(comma + 1);
-      }
+      for (std::string_view method : listed_names(rest.substr(colon + 1))) methods.emplace(method);
       continue;
     }
     // "@d": another file's traced function is decorated with this file's `d`: d's wrappers run.
@@ -1949,20 +1963,13 @@ std::vector<std::string> workspace_answers(std::string_view module, std::string_
     std::unordered_set<std::string_view> called;
     for (const auto& [none, said] : announced) {
       if (!none.empty() || !said.starts_with(said_prefix)) continue;
-      for (std::string_view list = std::string_view(said).substr(said_prefix.size()); !list.empty();) {
-        const size_t comma = list.find(',');
-        called.insert(list.substr(0, comma));
-        list = comma == std::string_view::npos ? std::string_view() : list.substr(comma + 1);
-      }
+      for (std::string_view method : listed_names(std::string_view(said).substr(said_prefix.size())))
+        called.insert(method);
     }
-    std::string both;
-    const std::string_view asked = query.substr(kWorkspaceOverridesQueryPrefix.size() + name.size() + 1);
-    for (std::string_view list = asked; !list.empty();) {
-      const size_t comma = list.find(',');
-      if (called.count(list.substr(0, comma))) both += (both.empty() ? "" : ",") + std::string(list.substr(0, comma));
-      list = comma == std::string_view::npos ? std::string_view() : list.substr(comma + 1);
-    }
-    if (!both.empty()) out.push_back(std::string(kWorkspaceOverridablePrefix) + subject + ":" + both);
+    std::vector<std::string_view> both;
+    for (std::string_view method : listed_names(query.substr(kWorkspaceOverridesQueryPrefix.size() + name.size() + 1)))
+      if (called.count(method)) both.push_back(method);
+    if (!both.empty()) out.push_back(std::string(kWorkspaceOverridablePrefix) + subject + ":" + joined_names(both));
     return out;
   }
   if (query.starts_with(kWorkspaceBaseQueryPrefix)) {
@@ -2877,9 +2884,7 @@ std::vector<std::pair<std::string, std::string>> SemanticModel::imported_calls_f
       if (!assumed_only) sorted.push_back(name);
     if (!sorted.empty()) {
       std::sort(sorted.begin(), sorted.end());
-      std::string list;
-      for (const std::string& m : sorted) list += (list.empty() ? "" : ",") + m;
-      out.emplace_back("", std::string(kWorkspaceSelfCallsPrefix) + cls->name + ":" + list);
+      out.emplace_back("", std::string(kWorkspaceSelfCallsPrefix) + cls->name + ":" + joined_names(sorted));
     }
     std::set<std::string> defined;
     for (const auto& sub : classes_) {
@@ -2894,8 +2899,7 @@ std::vector<std::pair<std::string, std::string>> SemanticModel::imported_calls_f
         defined.insert(it->second.begin(), it->second.end());
     }
     bool passes_on = false;
-    std::string list;
-    for (const std::string& m : defined) list += (list.empty() ? "" : ",") + m;
+    const std::string list = joined_names(defined);
     for (const std::string& base : cls->bases) {
       const auto dot = base.rfind('.');
       if (dot == std::string::npos || dot == 0 || base.starts_with("torch.")) continue;
