@@ -156,6 +156,12 @@ const FunctionInfo* SemanticModel::update_after_edit(const Document::Changes& ed
   }
   show_others(inference_passes_ - 1, false);
   if (!same) return nullptr;
+  // Attributes set from names take the names' inferred kinds (refine_attribute_kinds), known only now: an edit
+  // that makes `w` a tensor before `self.w = w` changes what the class holds, and every method reading it.
+  if (fresh.owner) {
+    fresh.attribute_effects = attribute_effects(fresh);
+    if (fresh.attribute_effects != target->attribute_effects) return nullptr;
+  }
 
   fresh.call_site_args = target->call_site_args;
   if (fresh.compiled) fresh.imported_calls = imported_calls(fresh);

@@ -366,6 +366,28 @@ TEST_CASE("an edit that changes what other functions see is analysed afresh") {
   CHECK(first.analysis.findings.size() == 1);
 }
 
+TEST_CASE("an edit that makes an attribute set from a name hold a tensor is analysed afresh") {
+  // Found by the fuzzer: `super().__init__w = ...` edited into `super().__init__()` then `w = ...` makes
+  // `self.weights = w` a tensor once w's kind is inferred, which forward's findings depend on.
+  const std::string source =
+      "import torch\nfrom torch import nn\n\n\nclass Sampler(nn.Module):\n    def __init__(self, weights=None):\n"
+      "        super().__init__w = torch.as_tensor(weights)\n        self.weights = w\n\n"
+      "    def forward(self, x):\n        total = self.weights.clone().sum()\n        if total == 0:\n"
+      "            return x\n        return x * 2\n";
+  Document doc("m.py", source);
+  IncrementalAnalyzer analyzer;
+  Config config;
+  auto first = analyzer.run(doc, config, 1);
+  CHECK(first.analysis.findings.empty());
+  const auto at = static_cast<uint32_t>(source.find("__init__w") + 8);
+  doc.apply_edit({at, at}, "()\n        ");
+  auto second = analyzer.run(doc, config, 1);
+  CHECK_FALSE(second.reanalyzed);
+  Document fresh("m.py", doc.text());
+  CHECK(describe_all(second.analysis.findings) == describe_all(analyze(fresh, config).findings));
+  CHECK(second.analysis.findings.size() == 1);
+}
+
 TEST_CASE("findings that read other functions or the module's bindings are the same after incremental edits") {
   // GM606 (decorator aliases), GM609 (module-level RNN modules, class attributes), GM613 (the callee's
   // parameters) and GM616 (classes and their metaclasses) read beyond the function they report in: a statement inserted
