@@ -1003,9 +1003,6 @@ void SemanticModel::collect_compile_call_targets() {
   });
 }
 
-template <class FindClass, class OnClass, class OnImported>
-void walk_bases(const ClassInfo* cls, FindClass&& find, OnClass&& on_class, OnImported&& on_imported);
-
 SemanticModel::ResolvedCalls SemanticModel::resolved_calls(const FunctionInfo& caller) const {
   ResolvedCalls out;
   const FunctionInfo* top = &caller;
@@ -1024,11 +1021,7 @@ SemanticModel::ResolvedCalls SemanticModel::resolved_calls(const FunctionInfo& c
       if (cls.get() == top->owner) continue;
       auto it = cls->methods.find(callee->name);
       if (it == cls->methods.end() || it->second == callee || it->second->parent) continue;
-      bool derives = false;
-      walk_bases(
-          cls.get(), [&](std::string_view name) { return find_class(name); },
-          [&](const ClassInfo* c) { return derives = c == top->owner; }, [](const std::string&) {});
-      if (derives) out.emplace_back(node, it->second->index);
+      if (derives_from(cls.get(), top->owner)) out.emplace_back(node, it->second->index);
     }
   });
   return out;
@@ -1120,6 +1113,14 @@ void walk_bases(const ClassInfo* cls, FindClass&& find, OnClass&& on_class, OnIm
       }
     }
   }
+}
+
+bool SemanticModel::derives_from(const ClassInfo* cls, const ClassInfo* base) const {
+  bool found = false;
+  walk_bases(
+      cls, [&](std::string_view name) { return find_class(name); },
+      [&](const ClassInfo* c) { return found = c == base; }, [](const std::string&) {});
+  return found;
 }
 
 template <class Map>
@@ -2888,11 +2889,7 @@ std::vector<std::pair<std::string, std::string>> SemanticModel::imported_calls_f
     }
     std::set<std::string> defined;
     for (const auto& sub : classes_) {
-      bool derives = false;
-      walk_bases(
-          sub.get(), [&](std::string_view name) { return find_class(name); },
-          [&](const ClassInfo* c) { return derives = c == cls.get(); }, [](const std::string&) {});
-      if (!derives) continue;
+      if (!derives_from(sub.get(), cls.get())) continue;
       for (const auto& [name, method] : sub->methods)
         if (name != "__init__" && !method->parent) defined.insert(name);
       if (auto it = workspace_override_interest_.find(sub->name); it != workspace_override_interest_.end())

@@ -431,6 +431,8 @@ class SemanticModel {
   std::unordered_map<std::string, bool> self_calls_reaching(const ClassInfo* cls, bool strict_bases_only) const;
   // A parameter the body calls a tensor-only method on, never rebinds and never tests with isinstance.
   static bool tensor_by_its_methods(const FunctionInfo& f, const std::string& name);
+  // `cls` is `base` or derives from it through classes of this file.
+  bool derives_from(const ClassInfo* cls, const ClassInfo* base) const;
   // Attribute effects read again with the methods' inferred kinds; true when one changed (the classes' attribute
   // facts are then folded afresh).
   bool refine_attribute_kinds();
