@@ -26,8 +26,8 @@ const RuleInfo kInfo{
 };
 
 void check(RuleContext& ctx, const Visit& v) {
-  if (ts_node_named_child_count(v.node) < 3) return;
-  TSNode condition = ts_node_named_child(v.node, 1);
+  if (named_child_count(v.node) < 3) return;
+  TSNode condition = named_child(v.node, 1);
   TSNode operand = breaking_operand(ctx, condition, v.function);
   if (ts_node_is_null(operand)) return;
   ctx.report(kInfo, node_range(operand),

@@ -66,11 +66,11 @@ bool is_sequence(const RuleContext& ctx, TSNode side, const FunctionInfo& fn) {
 }
 
 void check(RuleContext& ctx, const Visit& v) {
-  if (ts_node_named_child_count(v.node) != 2) return;  // `a == b`, not chains
+  if (named_child_count(v.node) != 2) return;  // `a == b`, not chains
   TSNode op = ts_node_child(v.node, 1);
   const std::string_view spelled = ctx.document.node_text(op);
   if (spelled != "==" && spelled != "!=") return;
-  TSNode left = ts_node_named_child(v.node, 0), right = ts_node_named_child(v.node, 1);
+  TSNode left = named_child(v.node, 0), right = named_child(v.node, 1);
   TSNode element = tensor_element(ctx, right, v.function);
   if (ts_node_is_null(element) || !is_sequence(ctx, left, v.function)) {
     element = tensor_element(ctx, left, v.function);

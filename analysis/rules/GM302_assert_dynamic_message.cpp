@@ -21,9 +21,9 @@ const RuleInfo kInfo{
 };
 
 void check(RuleContext& ctx, const Visit& v) {
-  if (ts_node_named_child_count(v.node) < 2) return;
-  TSNode test = ts_node_named_child(v.node, 0);
-  TSNode message = ts_node_named_child(v.node, 1);
+  if (named_child_count(v.node) < 2) return;
+  TSNode test = named_child(v.node, 0);
+  TSNode message = named_child(v.node, 1);
   if (ctx.model.kind_of(test, v.function) != ValueKind::Tensor) return;
   if (is_type(message, "string")) {
     bool interpolated = false;

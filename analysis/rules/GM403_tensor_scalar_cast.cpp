@@ -27,7 +27,7 @@ void check(RuleContext& ctx, const Visit& v) {
   std::string name = ctx.text(callee);
   if (name != "int" && name != "float" && name != "bool") return;
   if (argument_count(v.node) != 1) return;
-  TSNode arg = ts_node_named_child(field(v.node, "arguments"), 0);
+  TSNode arg = named_child(field(v.node, "arguments"), 0);
   if (ctx.model.kind_of(arg, v.function) != ValueKind::Tensor) return;
   ctx.report(kInfo, node_range(v.node),
              "`" + name + "()` of a tensor reads its value into Python: Dynamo breaks the graph here.", v);

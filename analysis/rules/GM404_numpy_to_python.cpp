@@ -50,8 +50,7 @@ void check(RuleContext& ctx, const Visit& v) {
   TSNode call = ts_node_is_null(args) ? TSNode{} : ts_node_parent(args);
   if (ts_node_is_null(report) && is_type(args, "argument_list") && is_type(call, "call")) {
     std::string callee = ctx.text(field(call, "function"));
-    if ((callee == "float" || callee == "int" || callee == "bool") && ts_node_named_child_count(args) == 1)
-      report = call;
+    if ((callee == "float" || callee == "int" || callee == "bool") && named_child_count(args) == 1) report = call;
   }
   if (ts_node_is_null(report)) return;
   ctx.report(kInfo, node_range(report),

@@ -106,7 +106,7 @@ bool declared_tensor_parameter(RuleContext& ctx, const FunctionInfo& fn, TSNode 
   bool declared = false;
   each_named_child(field(fn.node, "parameters"), [&](TSNode p) {
     if (!is_type(p, "typed_parameter") && !is_type(p, "typed_default_parameter")) return;
-    TSNode id = is_type(p, "typed_parameter") ? ts_node_named_child(p, 0) : field(p, "name");
+    TSNode id = is_type(p, "typed_parameter") ? named_child(p, 0) : field(p, "name");
     if (ctx.text(id) == name && read_annotation(ctx.document.node_text(field(p, "type"))).kind == ValueKind::Tensor)
       declared = true;
   });
@@ -141,7 +141,7 @@ bool data_derived(RuleContext& ctx, TSNode expr, const FunctionInfo& fn, int dep
     TSNode object = field(expr, "value");
     if (ctx.model.kind_of(object, fn) != ValueKind::Tensor) return false;
     // `shapes[0, 1]`, `shapes[:, 0]`: several dimensions, so a tensor for sure; `box[0]` of a declared tensor.
-    return data_derived(ctx, object, fn, depth + 1) || ts_node_named_child_count(expr) > 2 ||
+    return data_derived(ctx, object, fn, depth + 1) || named_child_count(expr) > 2 ||
            declared_tensor_parameter(ctx, fn, unparenthesize(object));
   }
   if (type != "call") return false;

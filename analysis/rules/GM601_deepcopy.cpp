@@ -22,7 +22,7 @@ const RuleInfo kInfo{
 void check(RuleContext& ctx, const Visit& v) {
   if (callee_qualified(ctx, v.node) != "copy.deepcopy" || argument_count(v.node) < 1) return;
   // Deep copies of plain Python data are traced; tensors and modules are not.
-  ValueKind kind = ctx.model.kind_of(ts_node_named_child(field(v.node, "arguments"), 0), v.function);
+  ValueKind kind = ctx.model.kind_of(named_child(field(v.node, "arguments"), 0), v.function);
   if (kind != ValueKind::Tensor && kind != ValueKind::Module) return;
   ctx.report(kInfo, node_range(v.node), "`copy.deepcopy` is not traced by Dynamo: it breaks the graph here.", v);
 }

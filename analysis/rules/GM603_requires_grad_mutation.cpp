@@ -76,7 +76,7 @@ void check(RuleContext& ctx, const Visit& v) {
   if (tensor_method(ctx, v.node, v.function) != "requires_grad_") return;
   // requires_grad_(False) is traced; turning gradients on is not.
   if (argument_count(v.node) == 1) {
-    TSNode arg = ts_node_named_child(field(v.node, "arguments"), 0);
+    TSNode arg = named_child(field(v.node, "arguments"), 0);
     if (is_type(arg, "keyword_argument")) arg = field(arg, "value");
     if (!is_type(arg, "true")) return;
   } else if (argument_count(v.node) > 1) {

@@ -23,12 +23,12 @@ const RuleInfo kInfo{
 
 void check(RuleContext& ctx, const Visit& v) {
   // with_statement > with_clause > with_item > call
-  TSNode clause = ts_node_named_child(v.node, 0);
+  TSNode clause = named_child(v.node, 0);
   if (!is_type(clause, "with_clause")) return;
   for (uint32_t i = 0; i < ts_node_named_child_count(clause); ++i) {
     TSNode item = ts_node_named_child(clause, i);
     TSNode value = is_type(item, "with_item") ? field(item, "value") : item;
-    if (is_type(value, "as_pattern")) value = ts_node_named_child(value, 0);
+    if (is_type(value, "as_pattern")) value = named_child(value, 0);
     if (!is_type(value, "call")) continue;
     std::string q = callee_qualified(ctx, value);
     if (!q.starts_with("torch.backends.")) continue;

@@ -74,7 +74,7 @@ bool returns_sparse(RuleContext& ctx, const FunctionInfo& fn, int depth) {
   bool any = false;
   for (TSNode node : fn.body_nodes) {
     if (!is_type(node, "return_statement")) continue;
-    TSNode value = ts_node_named_child(node, 0);
+    TSNode value = named_child(node, 0);
     if (ts_node_is_null(value) || !makes_sparse(ctx, value, fn, depth + 1)) return false;
     any = true;
   }

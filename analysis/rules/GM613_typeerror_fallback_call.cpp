@@ -42,7 +42,7 @@ bool catches_type_error(const RuleContext& ctx, TSNode try_statement) {
     if (!is_type(clause, "except_clause")) continue;
     TSNode value = field(clause, "value");
     if (ts_node_is_null(value)) return true;  // bare `except:`
-    if (is_type(value, "as_pattern")) value = ts_node_named_child(value, 0);
+    if (is_type(value, "as_pattern")) value = named_child(value, 0);
     value = unparenthesize(value);
     std::vector<TSNode> types = is_type(value, "tuple") ? named_children(value) : std::vector<TSNode>{value};
     for (TSNode type : types) {
@@ -82,7 +82,7 @@ std::optional<std::vector<std::string>> keyword_parameters(const RuleContext& ct
     if (t == "identifier") {
       names.push_back(ctx.text(p));
     } else if (t == "typed_parameter") {
-      TSNode inner = ts_node_named_child(p, 0);
+      TSNode inner = named_child(p, 0);
       if (is_type(inner, "dictionary_splat_pattern")) return std::nullopt;
       if (is_type(inner, "identifier")) names.push_back(ctx.text(inner));
     } else if (t == "default_parameter" || t == "typed_default_parameter") {
@@ -104,7 +104,7 @@ bool plainly_defined(const RuleContext& ctx, const FunctionInfo& fn) {
   if (!is_type(parent, "decorated_definition")) return true;
   for (TSNode decorator : named_children(parent)) {
     if (!is_type(decorator, "decorator")) continue;
-    const std::string text = ctx.text(ts_node_named_child(decorator, 0));
+    const std::string text = ctx.text(named_child(decorator, 0));
     if (text != "staticmethod" && text != "classmethod") return false;
   }
   return true;

@@ -22,7 +22,12 @@ const RuleInfo kInfo{
         "(GB0213); `float()`, `int()`, `bool()` and `round()` of it fail to constant-fold (GB0178); "
         "`range()` of it breaks (GB4841 on 2.13, GB0124 from 2.14), and so does a tensor indexed with it "
         "(GB0033). Multiplying a tensor by it and comparing it are traced; so is `assert`, which Dynamo turns "
-        "into a graph assertion. `torch.export` does not fail here: it draws the value once, when exporting, "
+        "into a graph assertion. A value that is a draw on one arm of a conditional expression whose test Dynamo "
+        "decides "
+        "while tracing (`count = k if self.min_count == self.max_count else random.randint(...)`, timm's "
+        "RandomErasing) is reported where `range()` reads it, naming the test: graphmend does not evaluate the test, "
+        "so with the constant arm taken the finding names a path not traced. `torch.export` does not fail here: it "
+        "draws the value once, when exporting, "
         "and bakes it into the program. Checked on torch 2.13, 2.14 and 2.15.",
     // Each finding names its own id (the branch GB0170, ...). Not GB0170 here: that id stands for branches
     // torch.export fails on, and export specializes a draw (bakes the value in) instead.
@@ -83,8 +88,29 @@ bool is_draw_test(const RuleContext& ctx, TSNode expr, const FunctionInfo& fn, i
   return false;
 }
 
+// `a if test else draw`, or a local only ever assigned one such expression: a draw on the path where the test,
+// which Dynamo decides while tracing (a tensor or a draw test is a branch of its own), picks the draw. Returns
+// that test, or a null node.
+TSNode draw_picked_by(const RuleContext& ctx, TSNode expr, const FunctionInfo& fn, int depth = 0) {
+  expr = unparenthesize(expr);
+  if (depth > kMaxDepth) return TSNode{};
+  if (is_type(expr, "identifier")) {
+    const std::string name = ctx.text(expr);
+    for (const auto& p : fn.params)
+      if (p == name) return TSNode{};
+    auto it = fn.assignments.find(name);
+    if (it == fn.assignments.end() || it->second.size() != 1 || ts_node_is_null(it->second.front())) return TSNode{};
+    return draw_picked_by(ctx, it->second.front(), fn, depth + 1);
+  }
+  if (!is_type(expr, "conditional_expression") || named_child_count(expr) != 3) return TSNode{};
+  TSNode test = named_child(expr, 1);
+  if (ctx.model.kind_of(test, fn) == ValueKind::Tensor || is_draw_test(ctx, test, fn)) return TSNode{};
+  if (is_draw(ctx, named_child(expr, 0), fn) || is_draw(ctx, named_child(expr, 2), fn)) return test;
+  return TSNode{};
+}
+
 TSNode test_of(TSNode node) {
-  if (is_type(node, "conditional_expression")) return ts_node_named_child(node, 1);
+  if (is_type(node, "conditional_expression")) return named_child(node, 1);
   return field(node, "condition");
 }
 
@@ -129,6 +155,23 @@ void check_call(RuleContext& ctx, const Visit& v) {
   bool drawn = false;
   for (TSNode arg : named_children(args))
     drawn = drawn || (!is_type(arg, "keyword_argument") && is_draw(ctx, arg, v.function));
+  if (!drawn && !conversion) {
+    // `range(count)` with `count = k if self.min_count == self.max_count else random.randint(...)`.
+    for (TSNode arg : named_children(args)) {
+      if (is_type(arg, "keyword_argument")) continue;
+      TSNode test = draw_picked_by(ctx, arg, v.function);
+      if (ts_node_is_null(test)) continue;
+      ctx.report(kInfo, node_range(v.node),
+                 "`range()` over `" + ctx.text(arg) +
+                     "`, a value Dynamo draws when the graph runs (a 0-d tensor in "
+                     "the graph) wherever `" +
+                     ctx.text(test) +
+                     "` picks the draw, needs its number: the graph breaks "
+                     "here on that path.",
+                 v, ctx.torch >= TorchVersion{2, 14} ? "GB0124" : "GB4841");
+      return;
+    }
+  }
   if (!drawn || (conversion && argument_count(v.node) == 0)) return;
   if (conversion) {
     ctx.report(kInfo, node_range(v.node),
@@ -146,7 +189,7 @@ void check_call(RuleContext& ctx, const Visit& v) {
 
 void check_subscript(RuleContext& ctx, const Visit& v) {
   TSNode index = field(v.node, "subscript");
-  if (ts_node_is_null(index) || ts_node_named_child_count(v.node) != 2) return;
+  if (ts_node_is_null(index) || named_child_count(v.node) != 2) return;
   if (ctx.model.kind_of(field(v.node, "value"), v.function) != ValueKind::Tensor) return;
   if (!is_draw(ctx, index, v.function)) return;
   ctx.report(kInfo, node_range(v.node),

@@ -81,9 +81,9 @@ void check(RuleContext& ctx, const Visit& v) {
     if (!is_type(callee, "identifier") || ctx.text(callee) != "bool" || argument_count(v.node) != 1 ||
         bound_in_function(v.function, "bool"))
       return;
-    test = ts_node_named_child(field(v.node, "arguments"), 0);
+    test = named_child(field(v.node, "arguments"), 0);
   } else {
-    test = is_type(v.node, "conditional_expression") ? ts_node_named_child(v.node, 1) : field(v.node, "condition");
+    test = is_type(v.node, "conditional_expression") ? named_child(v.node, 1) : field(v.node, "condition");
   }
   // the first operand Dynamo needs the truth of that is a data pointer (comparisons are sites of their own)
   TSNode site = first_tested_operand(test, [&](TSNode n) { return holds_data_ptr(ctx, n, v.function); });

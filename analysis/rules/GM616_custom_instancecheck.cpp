@@ -115,7 +115,7 @@ void check(RuleContext& ctx, const Visit& v) {
       bound_in_function(v.function, "isinstance"))
     return;
   TSNode args = field(v.node, "arguments");
-  TSNode object = ts_node_named_child(args, 0), type = ts_node_named_child(args, 1);
+  TSNode object = named_child(args, 0), type = named_child(args, 1);
   if (is_type(object, "keyword_argument") || is_type(type, "keyword_argument")) return;
   if (ctx.model.kind_of(object, v.function) != ValueKind::Tensor) return;
   const std::string cls = custom_checked(ctx, type, v.function);

@@ -48,9 +48,9 @@ class TracedWalker {
       walk_if(node, loop);
       return;
     }
-    if (t == "conditional_expression" && ts_node_named_child_count(node) >= 3) {
+    if (t == "conditional_expression" && named_child_count(node) >= 3) {
       // `a if is_compiling() else b`: only the taken alternative is traced.
-      auto truth = ctx_.model.static_truth(ts_node_named_child(node, 1), &fn_);
+      auto truth = ctx_.model.static_truth(named_child(node, 1), &fn_);
       if (truth) {
         walk(ts_node_named_child(node, *truth ? 0 : 2), loop);
         return;

@@ -33,7 +33,7 @@ void bind_import(const Document& document, TSNode statement, ModuleBindings& out
       out[node_string(document, field(child, "alias"))].push_back(TSNode{});
     } else if (is_type(child, "dotted_name")) {
       // `import a.b` binds `a`; `from m import x` binds `x`.
-      TSNode first = ts_node_named_child(child, 0);
+      TSNode first = named_child(child, 0);
       if (!ts_node_is_null(first)) out[node_string(document, first)].push_back(TSNode{});
     }
   }
@@ -127,9 +127,9 @@ bool is_dynamo_disable(const Document& document, TSNode expr, const QualifiedNam
     return is_dynamo_disable(document, field(expr, "left"), qualified_name, bindings, depth + 1);
   }
   if (t == "conditional_expression") {
-    if (ts_node_named_child_count(expr) < 3) return false;
-    return is_dynamo_disable(document, ts_node_named_child(expr, 0), qualified_name, bindings, depth + 1) &&
-           is_dynamo_disable(document, ts_node_named_child(expr, 2), qualified_name, bindings, depth + 1);
+    if (named_child_count(expr) < 3) return false;
+    return is_dynamo_disable(document, named_child(expr, 0), qualified_name, bindings, depth + 1) &&
+           is_dynamo_disable(document, named_child(expr, 2), qualified_name, bindings, depth + 1);
   }
   return false;
 }

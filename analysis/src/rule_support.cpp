@@ -65,10 +65,8 @@ bool in_condition(const Visit& visit) {
     if (t == "boolean_operator" || t == "not_operator" || t == "parenthesized_expression") continue;
     if (t == "if_statement" || t == "elif_clause" || t == "while_statement")
       return ts_node_eq(field(p, "condition"), child);
-    if (t == "conditional_expression")
-      return ts_node_named_child_count(p) >= 2 && ts_node_eq(ts_node_named_child(p, 1), child);
-    if (t == "assert_statement")
-      return ts_node_named_child_count(p) >= 1 && ts_node_eq(ts_node_named_child(p, 0), child);
+    if (t == "conditional_expression") return named_child_count(p) >= 2 && ts_node_eq(named_child(p, 1), child);
+    if (t == "assert_statement") return named_child_count(p) >= 1 && ts_node_eq(named_child(p, 0), child);
     return false;
   }
   return false;
@@ -319,8 +317,8 @@ bool exclusive_branches(TSNode a, TSNode b) {
       return true;
     }
     if (is_type(n, "conditional_expression")) {
-      return ts_node_named_child_count(n) >= 3 && ts_node_eq(child_a, ts_node_named_child(n, 0)) &&
-             ts_node_eq(child_b, ts_node_named_child(n, 2));
+      return named_child_count(n) >= 3 && ts_node_eq(child_a, named_child(n, 0)) &&
+             ts_node_eq(child_b, named_child(n, 2));
     }
     if (is_type(n, "try_statement")) return ta == "except_clause" && (tb == "except_clause" || tb == "else_clause");
     return ta == "case_clause" && tb == "case_clause";
@@ -364,7 +362,7 @@ uint32_t argument_count(TSNode call) {
 }
 
 bool body_is_raise(TSNode block) {
-  if (ts_node_is_null(block) || ts_node_named_child_count(block) == 0) return false;
+  if (ts_node_is_null(block) || named_child_count(block) == 0) return false;
   // Leading comments are named nodes too: the first real statement must be the raise.
   uint32_t n = ts_node_named_child_count(block);
   for (uint32_t i = 0; i < n; ++i) {

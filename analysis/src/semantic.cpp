@@ -79,6 +79,54 @@ uint32_t deepest_level(TSNode node, uint32_t depth) {
   return deepest;
 }
 
+namespace {
+// Calls `visit(child)` on each named child that is not an extra, in order, until it returns true.
+template <class Visit>
+void for_each_grammar_child(TSNode node, Visit&& visit) {
+  if (ts_node_is_null(node)) return;
+  const uint32_t count = ts_node_child_count(node);
+  if (count <= 8) {
+    // Few children: direct access is cheaper than a cursor.
+    for (uint32_t i = 0; i < count; ++i) {
+      TSNode c = ts_node_child(node, i);
+      if (ts_node_is_named(c) && !ts_node_is_extra(c) && visit(c)) return;
+    }
+    return;
+  }
+  TSTreeCursor cursor = ts_tree_cursor_new(node);
+  if (ts_tree_cursor_goto_first_child(&cursor)) {
+    do {
+      TSNode c = ts_tree_cursor_current_node(&cursor);
+      if (ts_node_is_named(c) && !ts_node_is_extra(c) && visit(c)) break;
+    } while (ts_tree_cursor_goto_next_sibling(&cursor));
+  }
+  ts_tree_cursor_delete(&cursor);
+}
+}  // namespace
+
+TSNode named_child(TSNode node, uint32_t index) {
+  TSNode found{};
+  for_each_grammar_child(node, [&](TSNode c) {
+    if (index-- != 0) return false;
+    found = c;
+    return true;
+  });
+  return found;
+}
+
+uint32_t named_child_count(TSNode node) {
+  uint32_t count = 0;
+  for_each_grammar_child(node, [&](TSNode) {
+    ++count;
+    return false;
+  });
+  return count;
+}
+
+// A `\` at a line's end: an extra the grammar keeps as a named node. Comments stay in named_children (some
+// callers read them); continuations carry nothing.
+bool is_line_continuation(TSNode node) { return ts_node_is_extra(node) && type_of(node) == "line_continuation"; }
+
 std::vector<TSNode> named_children(TSNode node) {
   std::vector<TSNode> out;
   if (ts_node_is_null(node)) return out;
@@ -88,7 +136,7 @@ std::vector<TSNode> named_children(TSNode node) {
     // Few children: direct access is cheaper than a cursor.
     for (uint32_t i = 0; i < count; ++i) {
       TSNode c = ts_node_child(node, i);
-      if (ts_node_is_named(c)) out.push_back(c);
+      if (ts_node_is_named(c) && !is_line_continuation(c)) out.push_back(c);
     }
     return out;
   }
@@ -96,7 +144,7 @@ std::vector<TSNode> named_children(TSNode node) {
   if (ts_tree_cursor_goto_first_child(&cursor)) {
     do {
       TSNode c = ts_tree_cursor_current_node(&cursor);
-      if (ts_node_is_named(c)) out.push_back(c);
+      if (ts_node_is_named(c) && !is_line_continuation(c)) out.push_back(c);
     } while (ts_tree_cursor_goto_next_sibling(&cursor));
   }
   ts_tree_cursor_delete(&cursor);
@@ -757,7 +805,7 @@ void SemanticModel::collect_definitions(TSNode node, ClassInfo* owner, FunctionI
       if (is_type(child, "decorated_definition")) {
         for_each_named_child(child, [&](TSNode deco) {
           if (!is_type(deco, "decorator")) return;
-          const std::string text = text_of(document_, ts_node_named_child(deco, 0));
+          const std::string text = text_of(document_, named_child(deco, 0));
           accessor = accessor || text == fn->name + ".setter" || text == fn->name + ".deleter";
         });
       }
@@ -768,7 +816,7 @@ void SemanticModel::collect_definitions(TSNode node, ClassInfo* owner, FunctionI
       if (is_type(child, "decorated_definition")) {
         for_each_named_child(child, [&](TSNode deco) {
           if (!is_type(deco, "decorator")) return;
-          TSNode expr = ts_node_named_child(deco, 0);
+          TSNode expr = named_child(deco, 0);
           if (is_type(expr, "identifier")) raw->decorator_names.push_back(text_of(document_, expr));
           TSNode callee = is_type(expr, "call") ? field(expr, "function") : expr;
           auto q = qualified_name(callee);
@@ -825,7 +873,7 @@ void SemanticModel::read_function(FunctionInfo& fn, TSNode definition) {
       fn.body_nodes.push_back(node);
     if (t == "call" && (document_.node_text(field(node, "function")) == "isinstance" ||
                         document_.node_text(field(node, "function")).ends_with("is_tensor"))) {
-      TSNode subject = ts_node_named_child(field(node, "arguments"), 0);
+      TSNode subject = named_child(field(node, "arguments"), 0);
       if (is_type(subject, "identifier")) fn.isinstance_tested.insert(text_of(document_, subject));
     }
     if (ts_node_is_named(node)) record_bindings(document_, node, fn.binding_nodes);
@@ -856,13 +904,13 @@ void SemanticModel::collect_module_constants(TSNode root) {
   std::unordered_map<std::string, int> assigned;
   for (TSNode stmt : named_children(root)) {
     if (!is_type(stmt, "expression_statement")) continue;
-    TSNode a = ts_node_named_child(stmt, 0);
+    TSNode a = named_child(stmt, 0);
     if (is_type(a, "call")) {
       // torch._dynamo.config.reorderable_logging_functions.add(f): Dynamo defers f instead of tracing it.
       std::string callee = text_of(document_, field(a, "function"));
       TSNode args = field(a, "arguments");
-      if (callee.ends_with("reorderable_logging_functions.add") && ts_node_named_child_count(args) == 1)
-        deferred_.insert(text_of(document_, ts_node_named_child(args, 0)));
+      if (callee.ends_with("reorderable_logging_functions.add") && named_child_count(args) == 1)
+        deferred_.insert(text_of(document_, named_child(args, 0)));
       continue;
     }
     if (!is_type(a, "assignment") || !is_type(field(a, "left"), "identifier")) continue;
@@ -1041,7 +1089,7 @@ std::vector<std::pair<uint32_t, std::vector<ValueKind>>> SemanticModel::outgoing
       if (is_type(a, "list_splat")) {
         // `f(x, *x.size(), x.dtype)`: how many values the splat gives is unknown, but when it and every
         // positional argument after it are Python values, so is every parameter from here on.
-        bool static_rest = positional && element_kind(ts_node_named_child(a, 0), caller) == ValueKind::Static;
+        bool static_rest = positional && element_kind(named_child(a, 0), caller) == ValueKind::Static;
         for (size_t j = i + 1; j < arguments.size() && static_rest; ++j) {
           TSNode b = arguments[j];
           if (is_type(b, "comment") || is_type(b, "keyword_argument") || is_type(b, "dictionary_splat")) continue;
@@ -1220,7 +1268,7 @@ std::vector<AttributeEffect> SemanticModel::attribute_effects(const FunctionInfo
         if (q && (*q == "torch.nn.ModuleList" || *q == "torch.nn.Sequential")) {
           // ModuleList([Block(c) for _ in range(n)]) or ModuleList([Block(c), Block(c)]): one class throughout.
           TSNode args = field(right, "arguments");
-          TSNode list = ts_node_named_child_count(args) == 1 ? ts_node_named_child(args, 0) : TSNode{};
+          TSNode list = named_child_count(args) == 1 ? named_child(args, 0) : TSNode{};
           std::vector<TSNode> elements;
           if (is_type(list, "list_comprehension") || is_type(list, "generator_expression"))
             elements.push_back(field(list, "body"));
@@ -1272,8 +1320,8 @@ std::vector<AttributeEffect> SemanticModel::attribute_effects(const FunctionInfo
       std::string method_name = text_of(document_, field(callee, "attribute"));
       if (method_name != "register_buffer" && method_name != "register_parameter") return;
       TSNode args = field(node, "arguments");
-      if (ts_node_named_child_count(args) == 0) return;
-      TSNode first = ts_node_named_child(args, 0);
+      if (named_child_count(args) == 0) return;
+      TSNode first = named_child(args, 0);
       if (!is_type(first, "string")) return;
       AttributeEffect effect;
       effect.name = text_of(document_, first);
@@ -1338,6 +1386,9 @@ ValueKind SemanticModel::attribute_kind(const ClassInfo* cls, const std::string&
 
 void SemanticModel::infer_locals(FunctionInfo& fn) {
   new_flow_generation();
+  // What an earlier pass could not tell is asked again: a local read from a parameter the callers have
+  // since proven (`area = img_h * img_w`) would otherwise stay unknown, since merging keeps unknown.
+  std::erase_if(fn.locals, [](const auto& local) { return local.second == ValueKind::Unknown; });
   // Parameters.
   fn.params.clear();
   fn.assignments.clear();
@@ -1362,7 +1413,7 @@ void SemanticModel::infer_locals(FunctionInfo& fn) {
       name = text_of(document_, p);
       kind = commented();
     } else if (t == "typed_parameter" || t == "typed_default_parameter") {
-      TSNode id = t == "typed_parameter" ? ts_node_named_child(p, 0) : field(p, "name");
+      TSNode id = t == "typed_parameter" ? named_child(p, 0) : field(p, "name");
       name = text_of(document_, id);
       kind = annotation_kind(document_.node_text(field(p, "type")));
     } else if (t == "default_parameter") {
@@ -1430,6 +1481,8 @@ void SemanticModel::infer_locals(FunctionInfo& fn) {
         kind = ValueKind::TensorSequence;  // `helper(feats)` with `feats = [a, b]` at every call site
       } else if (kind == ValueKind::Unknown && all_pass(ValueKind::TensorMapping)) {
         kind = ValueKind::TensorMapping;
+      } else if (kind == ValueKind::Unknown && all_pass(ValueKind::Static)) {
+        kind = ValueKind::Static;  // `self._erase(img, chan, h, w)` with sizes unpacked from `x.size()`
       }
     }
     if (kind == ValueKind::Unknown && t == "default_parameter" && is_type(field(p, "value"), "none") && fn.owner &&
@@ -1461,11 +1514,11 @@ void SemanticModel::infer_locals(FunctionInfo& fn) {
       bind_statement(node, fn, bind_local, &fn.assignments);
       return;
     }
-    if (ts_node_named_child_count(node) == 0) {
+    if (named_child_count(node) == 0) {
       tuples_only = false;
       return;
     }
-    TSNode value = ts_node_named_child(node, 0);
+    TSNode value = named_child(node, 0);
     ValueKind k = kind_of(value, fn);
     TSNode tuple = unparenthesize(value);
     if (is_type(tuple, "expression_list") || is_type(tuple, "tuple")) {
@@ -1488,6 +1541,17 @@ void SemanticModel::infer_locals(FunctionInfo& fn) {
     returns = saw_return ? (returns == k ? k : merge(returns, k)) : k;
     saw_return = true;
   });
+  // A local the body calls a tensor-only method on (`batch_prob = data.get("batch_prob")`, then
+  // `batch_prob.numel()`) is a tensor where nothing else is proven: bound once, never isinstance-tested.
+  for (const std::string& name : fn.tensor_method_receivers) {
+    auto local = fn.locals.find(name);
+    auto bindings = fn.binding_nodes.find(name);
+    if (local == fn.locals.end() || local->second != ValueKind::Unknown || fn.isinstance_tested.count(name) ||
+        bindings == fn.binding_nodes.end() || bindings->second.size() != 1 ||
+        std::find(fn.params.begin(), fn.params.end(), name) != fn.params.end())
+      continue;
+    local->second = ValueKind::Tensor;
+  }
   fn.return_kind = returns;
   fn.return_elements = tuples_only && saw_return ? std::move(elements) : std::vector<ValueKind>{};
   // A return annotation is the author's word where the body proves nothing; a tensor the body returns
@@ -1604,7 +1668,7 @@ void SemanticModel::unpack_target(TSNode target, ValueKind kind, const Bind& bin
   for (TSNode part : pattern_parts(target)) {
     if (is_type(part, "list_splat_pattern") || is_type(part, "list_splat")) {
       // `first, *rest = feats`: the rest is a list of what the elements are.
-      TSNode inner = ts_node_named_child(part, 0);
+      TSNode inner = named_child(part, 0);
       const ValueKind rest = each == ValueKind::Tensor   ? ValueKind::TensorSequence
                              : each == ValueKind::Static ? ValueKind::Static
                                                          : ValueKind::Unknown;
@@ -1754,9 +1818,9 @@ const FunctionInfo* SemanticModel::find_callee(TSNode call, const FunctionInfo& 
       TSNode left = field(loop, "left"), right = unparenthesize(field(loop, "right"));
       if (is_type(right, "call") && text_of(document_, field(right, "function")) == "enumerate") {
         TSNode args = field(right, "arguments");
-        right = ts_node_named_child_count(args) == 1 ? ts_node_named_child(args, 0) : TSNode{};
-        left = (is_type(left, "pattern_list") || is_type(left, "tuple_pattern")) && ts_node_named_child_count(left) == 2
-                   ? ts_node_named_child(left, 1)
+        right = named_child_count(args) == 1 ? named_child(args, 0) : TSNode{};
+        left = (is_type(left, "pattern_list") || is_type(left, "tuple_pattern")) && named_child_count(left) == 2
+                   ? named_child(left, 1)
                    : TSNode{};
       }
       if (!is_type(left, "identifier") || text_of(document_, left) != name) continue;
@@ -1854,13 +1918,13 @@ ValueKind SemanticModel::call_kind(TSNode call, const FunctionInfo& fn) const {
         callee_text == "getattr" || callee_text == "type" || callee_text == "str")
       return ValueKind::Static;
     if (callee_text == "sum" && argument_count_of(call) == 1 &&
-        element_kind(ts_node_named_child(field(call, "arguments"), 0), fn) == ValueKind::Tensor)
+        element_kind(named_child(field(call, "arguments"), 0), fn) == ValueKind::Tensor)
       return ValueKind::Tensor;  // `sum(losses)` adds tensors
     if (callee_text == "max" || callee_text == "min" || callee_text == "abs" || callee_text == "round" ||
         callee_text == "sum") {
       // Of values Dynamo knows (`max(self.config.attention_window)`): known too. Of a tensor and Python numbers
       // (`max(box[0], 0)`, `min(box[2] + 1, w)`, `abs(t)`): a tensor, as Dynamo traces them as tensor operations.
-      bool all_static = ts_node_named_child_count(field(call, "arguments")) > 0;
+      bool all_static = named_child_count(field(call, "arguments")) > 0;
       bool numbers_and_tensors = all_static, any_tensor = false;
       size_t count = 0;
       for (TSNode a : named_children(field(call, "arguments"))) {
@@ -1882,19 +1946,19 @@ ValueKind SemanticModel::call_kind(TSNode call, const FunctionInfo& fn) const {
       // `list(feats)` of a list of tensors or of a tensor's rows; `tuple(params[k] for k in keys)` (the
       // generator expression is the whole argument list).
       const ValueKind element =
-          element_kind(is_type(arguments, "generator_expression") ? arguments : ts_node_named_child(arguments, 0), fn);
+          element_kind(is_type(arguments, "generator_expression") ? arguments : named_child(arguments, 0), fn);
       if (element == ValueKind::Tensor) return ValueKind::TensorSequence;
       if (element == ValueKind::Static) return ValueKind::Static;
       return ValueKind::Unknown;
     }
     if (callee_text == "dict" && argument_count_of(call) == 1) {
-      const ValueKind k = kind_of(ts_node_named_child(field(call, "arguments"), 0), fn);
+      const ValueKind k = kind_of(named_child(field(call, "arguments"), 0), fn);
       return k == ValueKind::TensorMapping ? k : ValueKind::Unknown;
     }
     if (callee_text == "int" || callee_text == "float" || callee_text == "bool") {
       TSNode args = field(call, "arguments");
-      if (ts_node_named_child_count(args) == 1) {
-        ValueKind k = kind_of(ts_node_named_child(args, 0), fn);
+      if (named_child_count(args) == 1) {
+        ValueKind k = kind_of(named_child(args, 0), fn);
         if (k == ValueKind::Tensor || k == ValueKind::DataScalar) return ValueKind::DataScalar;
         if (k == ValueKind::Static) return ValueKind::Static;
       }
@@ -2400,8 +2464,8 @@ ValueKind SemanticModel::kind_of(TSNode expr, const FunctionInfo& fn) const {
     return merge(l, r);
   }
   if (t == "conditional_expression") {
-    if (ts_node_named_child_count(expr) < 3) return ValueKind::Unknown;
-    return merge(kind_of(ts_node_named_child(expr, 0), fn), kind_of(ts_node_named_child(expr, 2), fn));
+    if (named_child_count(expr) < 3) return ValueKind::Unknown;
+    return merge(kind_of(named_child(expr, 0), fn), kind_of(named_child(expr, 2), fn));
   }
   if (t == "list" || t == "tuple" || t == "expression_list" || t == "set") {
     // `[a, b]`, `(h, w)`: a list of tensors when every element is one, of static values when every
@@ -2410,7 +2474,7 @@ ValueKind SemanticModel::kind_of(TSNode expr, const FunctionInfo& fn) const {
     for (TSNode e : named_children(expr)) {
       if (is_type(e, "comment")) continue;
       if (is_type(e, "list_splat")) {
-        const ValueKind inner = kind_of(ts_node_named_child(e, 0), fn);
+        const ValueKind inner = kind_of(named_child(e, 0), fn);
         all_tensor = all_tensor && inner == ValueKind::TensorSequence;
         all_static = all_static && inner == ValueKind::Static;
         any = true;
@@ -2446,7 +2510,7 @@ ValueKind SemanticModel::kind_of(TSNode expr, const FunctionInfo& fn) const {
     if (k == ValueKind::TensorSequence) {
       // `feats[-1]` is a tensor, `feats[1:]` a list of them.
       const uint32_t n = ts_node_named_child_count(expr);
-      return n == 2 && is_type(ts_node_named_child(expr, 1), "slice") ? ValueKind::TensorSequence : ValueKind::Tensor;
+      return n == 2 && is_type(named_child(expr, 1), "slice") ? ValueKind::TensorSequence : ValueKind::Tensor;
     }
     if (k == ValueKind::Module) return ValueKind::Module;  // self.layers[i]
     // `logits[..., :-1, :]`: a list, tuple or dict cannot be indexed so (a NumPy array can, and Dynamo
@@ -2999,15 +3063,14 @@ std::optional<bool> SemanticModel::static_truth_of(TSNode condition, const Funct
       }
       if (after_cond && falls_back) return true;
     }
-    if (is_type(p, "conditional_expression") && ts_node_named_child_count(p) == 3 &&
-        ts_node_eq(ts_node_named_child(p, 1), condition)) {
-      TSNode select = ts_node_named_child(p, 0);
-      TSNode original = unparenthesize(ts_node_named_child(p, 2));
+    if (is_type(p, "conditional_expression") && named_child_count(p) == 3 && ts_node_eq(named_child(p, 1), condition)) {
+      TSNode select = named_child(p, 0);
+      TSNode original = unparenthesize(named_child(p, 2));
       if (is_type(select, "call") && text_of(document_, field(select, "function")).ends_with(".where") &&
-          is_type(original, "conditional_expression") && ts_node_named_child_count(original) == 3) {
+          is_type(original, "conditional_expression") && named_child_count(original) == 3) {
         std::vector<TSNode> args = named_children(field(select, "arguments"));
-        if (args.size() == 3 && text_of(document_, args[1]) == text_of(document_, ts_node_named_child(original, 0)) &&
-            text_of(document_, args[2]) == text_of(document_, ts_node_named_child(original, 2)))
+        if (args.size() == 3 && text_of(document_, args[1]) == text_of(document_, named_child(original, 0)) &&
+            text_of(document_, args[2]) == text_of(document_, named_child(original, 2)))
           return true;
       }
     }

@@ -862,18 +862,18 @@ bool is_one_element(const Document& doc, const SemanticModel& model, TSNode expr
       if (one_of(lname, kFullReductions) && n == 1) return true;
       // 0-d and one-element factories: torch.rand([]), torch.zeros(()), torch.tensor(1.0), torch.randn(1).
       if ((lname == "rand" || lname == "randn" || lname == "zeros" || lname == "ones" || lname == "empty") && n == 1) {
-        std::string size = text(doc, ts_node_named_child(args, 0));
+        std::string size = text(doc, named_child(args, 0));
         if (size == "[]" || size == "()" || size == "1" || size == "[1]" || size == "(1,)") return true;
       }
       if (lname == "tensor" && n >= 1) {
-        auto arg_type = type_of(ts_node_named_child(args, 0));
+        auto arg_type = type_of(named_child(args, 0));
         if (arg_type == "integer" || arg_type == "float" || arg_type == "true" || arg_type == "false") return true;
       }
       if ((lname == "logical_and" || lname == "logical_or") && n == 2)
-        return is_one_element(doc, model, ts_node_named_child(args, 0), fn, depth + 1) &&
-               is_one_element(doc, model, ts_node_named_child(args, 1), fn, depth + 1);
+        return is_one_element(doc, model, named_child(args, 0), fn, depth + 1) &&
+               is_one_element(doc, model, named_child(args, 1), fn, depth + 1);
       if ((lname == "logical_not" || lname == "isnan" || lname == "isinf" || lname == "isfinite") && n == 1)
-        return is_one_element(doc, model, ts_node_named_child(args, 0), fn, depth + 1);
+        return is_one_element(doc, model, named_child(args, 0), fn, depth + 1);
     }
     return false;
   }
@@ -922,10 +922,10 @@ bool is_floating(const Document& doc, const SemanticModel& model, TSNode expr, c
            is_floating(doc, model, field(expr, "right"), fn, depth + 1, assumed);
   }
   if (t == "unary_operator") return is_floating(doc, model, field(expr, "argument"), fn, depth + 1, assumed);
-  if (t == "conditional_expression" && ts_node_named_child_count(expr) >= 3) {
+  if (t == "conditional_expression" && named_child_count(expr) >= 3) {
     // Either alternative may be the value.
-    return is_floating(doc, model, ts_node_named_child(expr, 0), fn, depth + 1, assumed) &&
-           is_floating(doc, model, ts_node_named_child(expr, 2), fn, depth + 1, assumed);
+    return is_floating(doc, model, named_child(expr, 0), fn, depth + 1, assumed) &&
+           is_floating(doc, model, named_child(expr, 2), fn, depth + 1, assumed);
   }
   if (t == "call") {
     TSNode callee = callee_of(expr);
@@ -996,8 +996,8 @@ ValueShape shape_of(const Document& doc, const SemanticModel& model, TSNode expr
     TSNode subject{};
     if (is_type(callee, "attribute") && model.kind_of(field(callee, "object"), fn) == ValueKind::Tensor) {
       subject = field(callee, "object");
-    } else if (auto q = model.qualified_name(callee); q && ts_node_named_child_count(args) >= 1) {
-      subject = ts_node_named_child(args, 0);
+    } else if (auto q = model.qualified_name(callee); q && named_child_count(args) >= 1) {
+      subject = named_child(args, 0);
     } else {
       return {};
     }

@@ -41,7 +41,7 @@ std::string why_not_replayable(const Document& doc, const SemanticModel& model, 
       for (uint32_t k = 0; k < ts_node_named_child_count(a); ++k) {
         TSNode part = ts_node_named_child(a, k);
         if (!is_type(part, "interpolation")) continue;
-        TSNode e = ts_node_named_child(part, 0);
+        TSNode e = named_child(part, 0);
         if (model.kind_of(e, fn) != ValueKind::Tensor)
           return "the f-string part `" + text(doc, part) + "` is not a tensor or constant Dynamo can replay";
       }
@@ -131,7 +131,7 @@ bool is_shape_int(const Document& doc, const SemanticModel& model, const Functio
   // Python ints from shapes (`x.size(1)`, `x.shape[0]`, `len(x)`) are constants to Dynamo; torch.Size is not.
   return model.kind_of(a, fn) == ValueKind::Static &&
          ((is_type(a, "subscript") && text(doc, a).find(".shape[") != std::string::npos) ||
-          (is_type(a, "call") && ts_node_named_child_count(field(a, "arguments")) == 1 &&
+          (is_type(a, "call") && named_child_count(field(a, "arguments")) == 1 &&
            (text(doc, a).find(".size(") != std::string::npos || text(doc, a).starts_with("len("))));
 }
 
@@ -141,7 +141,7 @@ TSNode module_definition(const Document& doc, const std::string& name) {
   for (uint32_t i = 0; i < ts_node_named_child_count(root); ++i) {
     TSNode stmt = ts_node_named_child(root, i);
     if (!is_type(stmt, "expression_statement")) continue;
-    TSNode a = ts_node_named_child(stmt, 0);
+    TSNode a = named_child(stmt, 0);
     if (is_type(a, "assignment") && text(doc, field(a, "left")) == name) return stmt;
   }
   return TSNode{};
@@ -169,10 +169,10 @@ std::string why_effects_follow(const Document& doc, const SemanticModel& model, 
     if (is_type(next, "comment") || is_type(next, "pass_statement")) continue;
     TSNode expr{};
     if (is_type(next, "return_statement")) {
-      if (ts_node_named_child_count(next) == 0) continue;
-      expr = ts_node_named_child(next, 0);
-    } else if (is_type(next, "expression_statement") && ts_node_named_child_count(next) == 1) {
-      expr = ts_node_named_child(next, 0);
+      if (named_child_count(next) == 0) continue;
+      expr = named_child(next, 0);
+    } else if (is_type(next, "expression_statement") && named_child_count(next) == 1) {
+      expr = named_child(next, 0);
       if (is_type(expr, "assignment")) {
         if (!is_type(field(expr, "left"), "identifier")) return "`" + text(doc, next) + "` follows the call";
         expr = field(expr, "right");

@@ -41,8 +41,8 @@ bool elementwise_mask_of(const Document& doc, const SemanticModel& model, TSNode
         last != "logical_not" && last != "signbit")
       return false;
     TSNode args = field(mask, "arguments");
-    if (ts_node_named_child_count(args) == 1) return text(doc, ts_node_named_child(args, 0)) == base;
-    if (ts_node_named_child_count(args) == 0 && is_type(field(mask, "function"), "attribute"))
+    if (named_child_count(args) == 1) return text(doc, named_child(args, 0)) == base;
+    if (named_child_count(args) == 0 && is_type(field(mask, "function"), "attribute"))
       return text(doc, field(field(mask, "function"), "object")) == base;
     return false;
   }
@@ -62,7 +62,7 @@ TransformResult apply(const TransformContext& ctx) {
   if (!fn) return Refusal{"not inside a function"};
   TSNode attr = ts_node_parent(sub);
   TSNode call = ts_node_parent(attr);
-  if (!is_type(attr, "attribute") || !is_type(call, "call") || ts_node_named_child_count(field(call, "arguments")) != 0)
+  if (!is_type(attr, "attribute") || !is_type(call, "call") || named_child_count(field(call, "arguments")) != 0)
     return Refusal{"the selection is used as a tensor of its own, not only reduced"};
   std::string reduction = text(doc, field(attr, "attribute"));
   if (reduction != "sum" && reduction != "mean") return Refusal{"only .sum() and .mean() have dense forms here"};

@@ -48,8 +48,7 @@ bool is_literal_constant(TSNode node) {
   std::string_view t = ts_node_type(node);
   if (t == "integer" || t == "float" || t == "true" || t == "false" || t == "none") return true;
   if (t == "unary_operator") return is_literal_constant(field(node, "argument"));
-  if (t == "parenthesized_expression" && ts_node_named_child_count(node) == 1)
-    return is_literal_constant(ts_node_named_child(node, 0));
+  if (t == "parenthesized_expression" && named_child_count(node) == 1) return is_literal_constant(named_child(node, 0));
   if (t == "concatenated_string") {
     for (uint32_t i = 0; i < ts_node_named_child_count(node); ++i)
       if (!is_literal_constant(ts_node_named_child(node, i))) return false;
@@ -92,7 +91,7 @@ std::string why_interpolations_not_static(const Document& doc, const SemanticMod
   walk_preorder(message, [&](TSNode node) {
     if (!is_type(node, "interpolation")) return Walk::Descend;
     TSNode expr = field(node, "expression");
-    if (ts_node_is_null(expr)) expr = ts_node_named_child(node, 0);
+    if (ts_node_is_null(expr)) expr = named_child(node, 0);
     bool plain = true;
     walk_preorder(expr, [&](TSNode inner) {
       const std::string_view t = ts_node_type(inner);

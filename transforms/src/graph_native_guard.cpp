@@ -74,7 +74,7 @@ TransformResult apply(const TransformContext& ctx) {
     }
   }
   if (ts_node_is_null(raise)) return Refusal{"no raise in the guard"};
-  if (ts_node_named_child_count(raise) == 0)
+  if (named_child_count(raise) == 0)
     return Refusal{"a bare `raise` re-raises the exception being handled, which an assertion cannot"};
   std::string test_text;
   for (char c : doc.node_text(condition)) {
@@ -83,14 +83,14 @@ TransformResult apply(const TransformContext& ctx) {
     test_text += space ? ' ' : c;
   }
   std::string message = "graph-native guard: `" + test_text + "` must be false";
-  TSNode exc = ts_node_named_child(raise, 0);
+  TSNode exc = named_child(raise, 0);
   std::string exception_class = text(doc, exc);
   bool message_kept = false;
   if (is_type(exc, "call")) {
     exception_class = text(doc, field(exc, "function"));
     TSNode args = field(exc, "arguments");
-    if (ts_node_named_child_count(args) == 1 && is_type(ts_node_named_child(args, 0), "string")) {
-      TSNode lit = ts_node_named_child(args, 0);
+    if (named_child_count(args) == 1 && is_type(named_child(args, 0), "string")) {
+      TSNode lit = named_child(args, 0);
       bool interpolated = false;
       for (uint32_t i = 0; i < ts_node_named_child_count(lit); ++i)
         interpolated |= is_type(ts_node_named_child(lit, i), "interpolation");

@@ -88,7 +88,7 @@ TransformResult apply(const TransformContext& ctx) {
     if (t == "if_statement" || t == "elif_clause" || t == "while_statement")
       in_test = ts_node_eq(field(p, "condition"), child);
     else if (t == "conditional_expression")
-      in_test = ts_node_named_child_count(p) >= 2 && ts_node_eq(ts_node_named_child(p, 1), child);
+      in_test = named_child_count(p) >= 2 && ts_node_eq(named_child(p, 1), child);
     break;
   }
   if (!in_test) return Refusal{"the number is used as a Python value, not only as a test"};

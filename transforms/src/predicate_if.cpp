@@ -31,8 +31,8 @@ std::vector<TSNode> statements(TSNode block) {
 
 // `name = expr` as a statement: the assignment node, or null.
 TSNode simple_assignment(TSNode stmt) {
-  if (!is_type(stmt, "expression_statement") || ts_node_named_child_count(stmt) != 1) return TSNode{};
-  TSNode a = ts_node_named_child(stmt, 0);
+  if (!is_type(stmt, "expression_statement") || named_child_count(stmt) != 1) return TSNode{};
+  TSNode a = named_child(stmt, 0);
   if (!is_type(a, "assignment") || !ts_node_is_null(field(a, "type"))) return TSNode{};
   if (!is_type(field(a, "left"), "identifier") || is_type(field(a, "right"), "assignment")) return TSNode{};
   return a;
@@ -40,8 +40,8 @@ TSNode simple_assignment(TSNode stmt) {
 
 TSNode single_return(TSNode block) {
   auto s = statements(block);
-  if (s.size() != 1 || !is_type(s[0], "return_statement") || ts_node_named_child_count(s[0]) != 1) return TSNode{};
-  TSNode value = ts_node_named_child(s[0], 0);
+  if (s.size() != 1 || !is_type(s[0], "return_statement") || named_child_count(s[0]) != 1) return TSNode{};
+  TSNode value = named_child(s[0], 0);
   if (is_type(value, "expression_list")) return TSNode{};  // tuples: not yet
   return value;
 }
@@ -305,9 +305,9 @@ TransformResult apply(const TransformContext& ctx) {
         replacement += text(doc, next) + eol + indent;  // comments between the if and the return are kept
         next = ts_node_next_named_sibling(next);
       }
-      if (ts_node_is_null(next) || !is_type(next, "return_statement") || ts_node_named_child_count(next) != 1)
+      if (ts_node_is_null(next) || !is_type(next, "return_statement") || named_child_count(next) != 1)
         return Refusal{"the branch returns, but no `return` follows the if to select against"};
-      fallback = ts_node_named_child(next, 0);
+      fallback = named_child(next, 0);
       if (is_type(fallback, "expression_list")) return Refusal{"returns of tuples are not predicated yet"};
       range.end = ts_node_end_byte(next);
     }

@@ -9,10 +9,10 @@ using namespace fixes;
 TransformResult apply(const TransformContext& ctx) {
   const Document& doc = ctx.document;
   TSNode node = enclosing(doc, ctx.finding.range, {"conditional_expression"});
-  if (ts_node_is_null(node) || ts_node_named_child_count(node) < 3) return Refusal{"no conditional expression"};
+  if (ts_node_is_null(node) || named_child_count(node) < 3) return Refusal{"no conditional expression"};
   const FunctionInfo* fn = ctx.model.function_containing(node);
   if (!fn) return Refusal{"the expression is not inside a function"};
-  TSNode a = ts_node_named_child(node, 0), cond = ts_node_named_child(node, 1), b = ts_node_named_child(node, 2);
+  TSNode a = named_child(node, 0), cond = named_child(node, 1), b = named_child(node, 2);
   TorchName torch = torch_name(doc, ctx.model);
   std::string why;
   std::string predicate = predicate_text(doc, ctx.model, cond, *fn, torch.name, why);

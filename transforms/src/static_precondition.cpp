@@ -93,8 +93,8 @@ DrawTest find_draw_test(const Document& doc, TSNode test) {
     if (!ts_node_is_null(left.comparison)) return left;
     return find_draw_test(doc, field(test, "right"));
   }
-  if (!is_type(test, "comparison_operator") || ts_node_named_child_count(test) != 2) return {};
-  TSNode a = ts_node_named_child(test, 0), b = ts_node_named_child(test, 1);
+  if (!is_type(test, "comparison_operator") || named_child_count(test) != 2) return {};
+  TSNode a = named_child(test, 0), b = named_child(test, 1);
   std::string op;
   for (uint32_t i = 0; i < ts_node_child_count(test); ++i) {
     TSNode c = ts_node_child(test, i);

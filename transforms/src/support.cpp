@@ -53,7 +53,7 @@ uint32_t after_imports_offset(const Document& doc) {
   for (uint32_t i = 0; i < n; ++i) {
     TSNode stmt = ts_node_named_child(root, i);
     auto t = type_of(stmt);
-    bool docstring = i == 0 && t == "expression_statement" && is_type(ts_node_named_child(stmt, 0), "string");
+    bool docstring = i == 0 && t == "expression_statement" && is_type(named_child(stmt, 0), "string");
     if (t == "import_statement" || t == "import_from_statement" || t == "future_import_statement" || docstring ||
         t == "comment") {
       if (t == "comment" && offset == 0 && i > 0) continue;
@@ -79,8 +79,8 @@ TorchName torch_name(const Document& doc, const SemanticModel& model) {
   uint32_t n = ts_node_named_child_count(root);
   for (uint32_t i = 0; i < n; ++i) {
     TSNode stmt = ts_node_named_child(root, i);
-    bool docstring = is_type(stmt, "expression_statement") && is_type(ts_node_named_child(stmt, 0), "string") &&
-                     (i == 0 || offset > 0 || is_type(ts_node_named_child(root, 0), "comment"));
+    bool docstring = is_type(stmt, "expression_statement") && is_type(named_child(stmt, 0), "string") &&
+                     (i == 0 || offset > 0 || is_type(named_child(root, 0), "comment"));
     bool future = is_type(stmt, "future_import_statement");
     if (!docstring && !future && !is_type(stmt, "comment")) break;
     if (is_type(stmt, "comment")) {
@@ -164,12 +164,12 @@ bool is_binding_occurrence(const Document& doc, TSNode id) {
   if (t == "default_parameter" || t == "typed_default_parameter" || t == "function_definition" ||
       t == "class_definition")
     return is_field("name");
-  if (t == "typed_parameter") return ts_node_eq(ts_node_named_child(p, 0), n);
+  if (t == "typed_parameter") return ts_node_eq(named_child(p, 0), n);
   if (t == "aliased_import") return is_field("alias");
   if (t == "dotted_name") {
     // `import a.b` binds `a`; `from m import a` binds `a` (never a part of `m`).
     TSNode g = ts_node_parent(p);
-    if (is_type(g, "import_statement")) return ts_node_eq(ts_node_named_child(p, 0), n);
+    if (is_type(g, "import_statement")) return ts_node_eq(named_child(p, 0), n);
     return is_type(g, "import_from_statement") && !ts_node_eq(field(g, "module_name"), p);
   }
   if (t == "except_clause") {
@@ -192,7 +192,7 @@ TSNode first_binding(const Document& doc, TSNode scope, std::string_view name, b
       // `import torch` / `import torch.nn` at module level bind the module itself.
       TSNode p = ts_node_parent(node);
       bool binds_torch = is_type(p, "dotted_name") && is_type(ts_node_parent(p), "import_statement") &&
-                         doc.node_text(ts_node_named_child(p, 0)) == "torch" && name == "torch";
+                         doc.node_text(named_child(p, 0)) == "torch" && name == "torch";
       bool aliases_torch = is_type(p, "aliased_import") && doc.node_text(field(p, "name")) == "torch";
       if (!(skip_function_bodies && (binds_torch || aliases_torch))) {
         found = node;
@@ -254,7 +254,7 @@ std::string why_locals_unaddable(const Document& doc, const FunctionInfo& fn) {
     if (!is_type(node, "call")) return Walk::Descend;
     TSNode callee = field(node, "function");
     std::string_view c = doc.node_text(callee);
-    bool no_args = ts_node_named_child_count(field(node, "arguments")) == 0;
+    bool no_args = named_child_count(field(node, "arguments")) == 0;
     if (c == "exec" || c == "eval" || ((c == "locals" || c == "vars" || c == "dir") && no_args)) {
       found = std::string(c);
       return Walk::Stop;

@@ -468,6 +468,11 @@ TSNode field(TSNode node, const char* name);
 std::string_view type_of(TSNode node);
 bool is_type(TSNode node, std::string_view type);
 TSNode unparenthesize(TSNode node);
+// The grammar's named children by position, extras left out: a comment or a `\` line continuation may sit
+// between any two tokens, and tree-sitter counts it as a named child (`a if b else \` + newline + `c`
+// has four). What ts_node_named_child(_count) would give on code without extras.
+TSNode named_child(TSNode node, uint32_t index);
+uint32_t named_child_count(TSNode node);
 // Pre-order walk of `root` and everything under it with one tree cursor (no allocation per node).
 // `visit(node)` says whether to look inside the node, skip its subtree, or end the walk.
 enum class Walk { Descend, Skip, Stop };
@@ -490,7 +495,7 @@ void walk_preorder(TSNode root, Visit&& visit) {
 }
 // The depth of the deepest node under `node`, which is at level `depth` (with a cursor: no recursion).
 uint32_t deepest_level(TSNode node, uint32_t depth);
-// Named children in order, read with a tree cursor: ts_node_named_child(i) rescans from the first child,
+// Named children in order, read with a tree cursor: named_child(i) rescans from the first child,
 // which makes index loops quadratic on long blocks.
 std::vector<TSNode> named_children(TSNode node);
 
