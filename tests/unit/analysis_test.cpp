@@ -3,6 +3,7 @@
 #include <string>
 
 #include "graphmend/analysis/analyzer.h"
+#include "graphmend/analysis/semantic.h"
 #include "graphmend/transforms/fixer.h"
 
 using namespace graphmend;
@@ -91,4 +92,30 @@ TEST_CASE("every fixable rule says what its fix keeps and what may change") {
     CAPTURE(r->code);
     if (r->fixable) CHECK(!r->fix_safety.empty());
   }
+}
+
+TEST_CASE("grammar positions skip a line continuation and a comment inside an expression") {
+  // tree-sitter keeps `\` continuations and comments as named children: a conditional expression split after
+  // `else \` has four, and positional access by ts_node_named_child would take the `\` for the alternative.
+  Document doc("m.py", "y = (a if b else \\\n     c)\nz = [a,  # first\n     b]\n");
+  TSNode root = doc.root();
+  TSNode conditional = unparenthesize(field(named_child(named_child(root, 0), 0), "right"));
+  REQUIRE(is_type(conditional, "conditional_expression"));
+  CHECK(ts_node_named_child_count(conditional) == 4);
+  CHECK(named_child_count(conditional) == 3);
+  CHECK(doc.node_text(named_child(conditional, 1)) == "b");
+  CHECK(doc.node_text(named_child(conditional, 2)) == "c");
+  TSNode list = field(named_child(named_child(root, 1), 0), "right");
+  CHECK(named_child_count(list) == 2);
+  CHECK(doc.node_text(named_child(list, 1)) == "b");
+  CHECK(named_children(conditional).size() == 3);  // continuations left out, comments kept
+  CHECK(named_children(list).size() == 3);
+}
+
+TEST_CASE("a draw picked by a conditional expression split with a backslash is reported where range() reads it") {
+  std::string src =
+      "import random\nimport torch\n\n\n@torch.compile\ndef f(x, lo: int, hi: int):\n"
+      "    n = lo if lo == hi else \\\n        random.randint(lo, hi)\n"
+      "    for _ in range(n):\n        x = x + 1\n    return x\n";
+  CHECK(codes(src) == std::vector<std::string>{"GM614@9"});
 }
