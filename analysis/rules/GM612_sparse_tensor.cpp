@@ -21,8 +21,11 @@ const RuleInfo kInfo{
         "`torch.sparse_csr_tensor`, `sparse_csc_tensor`, `sparse_bsr_tensor`, `sparse_bsc_tensor` and "
         "`sparse_compressed_tensor` are refused (Sparse tensor creation not supported, GB0374). Where the graph "
         "resumes, the sparse value breaks again (Attempted to wrap sparse Tensor, GB0015): at the first read "
-        "of the local that holds it, and where a function of the file that returns one is called. Checked on "
-        "torch 2.13 and 2.15.",
+        "of the local that holds it (`adj = adj.coalesce()` reads it on the right), and where a function that "
+        "returns one is called: a function of the file, or of another checked file through the workspace pass "
+        "(torch_geometric's `to_torch_coo_tensor`, which binds its result again with `adj._coalesced_(True)`: "
+        "`coalesce`, `_coalesced_`, `t`, `clone` and `detach` of a sparse tensor are sparse). Checked on torch 2.13 "
+        "and 2.15.",
     .registry_id = "GB0277",
     .fix_summary =
         "No automatic fix: build the sparse tensor outside the compiled region and pass it in (it is then "
@@ -32,72 +35,19 @@ const RuleInfo kInfo{
     .fixable = false,
 };
 
-constexpr std::array<std::string_view, 6> kConversions{
-    "to_sparse", "to_sparse_coo", "to_sparse_csr", "to_sparse_csc", "to_sparse_bsr", "to_sparse_bsc",
-};
-
-// Constructors, with the break Dynamo takes at each.
-struct Constructor {
-  std::string_view name;
-  std::string_view why;
-};
-constexpr std::array<Constructor, 6> kConstructors{{
-    {"torch.sparse_coo_tensor", "a function Dynamo marks as skipped (GB0007)"},
-    {"torch.sparse_csr_tensor", "refused by Dynamo (Sparse tensor creation not supported, GB0374)"},
-    {"torch.sparse_csc_tensor", "refused by Dynamo (Sparse tensor creation not supported, GB0374)"},
-    {"torch.sparse_bsr_tensor", "refused by Dynamo (Sparse tensor creation not supported, GB0374)"},
-    {"torch.sparse_bsc_tensor", "refused by Dynamo (Sparse tensor creation not supported, GB0374)"},
-    {"torch.sparse_compressed_tensor", "refused by Dynamo (Sparse tensor creation not supported, GB0374)"},
-}};
-
 // What makes `call` a sparse tensor and how Dynamo breaks on it; empty when it makes none.
 std::string creation_break(RuleContext& ctx, TSNode call, const FunctionInfo& fn) {
   const std::string method = tensor_method(ctx, call, fn);
   if (!method.empty()) {
-    if (std::find(kConversions.begin(), kConversions.end(), method) == kConversions.end()) return "";
+    if (!is_sparse_conversion(method)) return "";
     return "`." + method +
            "()` makes a sparse tensor, which torch.compile does not support: Dynamo breaks the graph here "
            "(Attempted to wrap sparse Tensor with VariableTracker).";
   }
   const std::string q = callee_qualified(ctx, call);
-  if (!q.starts_with("torch.sparse_")) return "";
-  auto it = std::find_if(kConstructors.begin(), kConstructors.end(), [&](const Constructor& c) { return c.name == q; });
-  if (it == kConstructors.end() || callee_shadowed(ctx, call, fn)) return "";
-  return "`" + q + "` creates a sparse tensor, " + std::string(it->why) + ": it breaks the graph here.";
-}
-
-bool makes_sparse(RuleContext& ctx, TSNode expr, const FunctionInfo& fn, int depth);
-
-// A function of this file each of whose returns gives a sparse tensor it made (`return adj` after
-// `adj = torch.sparse_csr_tensor(...)`, torch_geometric's to_torch_csr_tensor).
-bool returns_sparse(RuleContext& ctx, const FunctionInfo& fn, int depth) {
-  bool any = false;
-  for (TSNode node : fn.body_nodes) {
-    if (!is_type(node, "return_statement")) continue;
-    TSNode value = named_child(node, 0);
-    if (ts_node_is_null(value) || !makes_sparse(ctx, value, fn, depth + 1)) return false;
-    any = true;
-  }
-  return any;
-}
-
-// A sparse creation, a call of a function that returns one, or a local only ever assigned one of these.
-bool makes_sparse(RuleContext& ctx, TSNode expr, const FunctionInfo& fn, int depth) {
-  expr = unparenthesize(expr);
-  if (depth > 4) return false;
-  if (is_type(expr, "call")) {
-    if (!creation_break(ctx, expr, fn).empty()) return true;
-    const FunctionInfo* callee = ctx.model.resolve_callee(expr, fn);
-    return callee && callee != &fn && returns_sparse(ctx, *callee, depth);
-  }
-  if (!is_type(expr, "identifier")) return false;
-  const std::string name = ctx.text(expr);
-  if (std::find(fn.params.begin(), fn.params.end(), name) != fn.params.end()) return false;
-  auto it = fn.assignments.find(name);
-  if (it == fn.assignments.end() || it->second.empty()) return false;
-  return std::all_of(it->second.begin(), it->second.end(), [&](TSNode value) {
-    return !ts_node_is_null(value) && is_type(unparenthesize(value), "call") && makes_sparse(ctx, value, fn, depth + 1);
-  });
+  const std::string_view why = sparse_constructor_break(q);
+  if (why.empty() || callee_shadowed(ctx, call, fn)) return "";
+  return "`" + q + "` creates a sparse tensor, " + std::string(why) + ": it breaks the graph here.";
 }
 
 // The first read of `name` after byte `after` in the function's body (nested definitions left out), or a
@@ -113,7 +63,19 @@ TSNode first_read_after(const FunctionInfo& fn, const Document& document, const 
     TSNode parent = ts_node_parent(node);
     if (is_type(parent, "attribute") && !ts_node_eq(field(parent, "object"), node)) return Walk::Descend;
     if (is_type(parent, "keyword_argument") && ts_node_eq(field(parent, "name"), node)) return Walk::Descend;
-    if (!(is_type(parent, "assignment") && ts_node_eq(field(parent, "left"), node))) found = node;
+    if (!(is_type(parent, "assignment") && ts_node_eq(field(parent, "left"), node))) {
+      found = node;
+      return Walk::Stop;
+    }
+    // Bound again: `adj = adj.coalesce()` reads it first, on the right.
+    walk_preorder(field(parent, "right"), [&](TSNode inner) {
+      if (!is_type(inner, "identifier") || document.node_text(inner) != name) return Walk::Descend;
+      TSNode up = ts_node_parent(inner);
+      if (is_type(up, "attribute") && !ts_node_eq(field(up, "object"), inner)) return Walk::Descend;
+      if (is_type(up, "keyword_argument") && ts_node_eq(field(up, "name"), inner)) return Walk::Descend;
+      found = inner;
+      return Walk::Stop;
+    });
     return Walk::Stop;
   });
   return found;
@@ -124,11 +86,13 @@ void check(RuleContext& ctx, const Visit& v) {
   if (!why.empty()) {
     ctx.report(kInfo, node_range(v.node), std::move(why), v);
   } else {
-    // A call of a function of this file that returns a sparse tensor: Dynamo wraps what it returns here.
+    // A call of a function that returns a sparse tensor (of this file, or of another checked one by the
+    // workspace pass): Dynamo wraps what it returns here.
     const FunctionInfo* callee = ctx.model.resolve_callee(v.node, v.function);
-    if (!callee || callee == &v.function || !returns_sparse(ctx, *callee, 0)) return;
+    const bool local = callee && callee != &v.function && ctx.model.returns_sparse(*callee);
+    if (!local && !ctx.model.calls_imported_sparse_return(v.node)) return;
     ctx.report(kInfo, node_range(v.node),
-               "`" + callee->name +
+               "`" + (local ? callee->name : ctx.text(field(v.node, "function"))) +
                    "` returns a sparse tensor, which torch.compile does not support: Dynamo breaks the graph here "
                    "when it wraps it (Attempted to wrap sparse Tensor).",
                v, "GB0015");

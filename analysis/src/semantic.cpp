@@ -526,6 +526,10 @@ SemanticModel::SemanticModel(const Document& document, Scope scope,
       for (std::string_view method : listed_names(rest.substr(colon + 1))) methods.emplace(method);
       continue;
     }
+    if (name.starts_with(kWorkspaceImportedSparseReturnPrefix)) {
+      workspace_sparse_returns_.emplace(std::string_view(name).substr(kWorkspaceImportedSparseReturnPrefix.size()));
+      continue;
+    }
     // "ret:pkg.bbox.infer_shape:LTT": what an imported function returns (a tuple of two tensors).
     if (name.starts_with(kWorkspaceImportedReturnPrefix)) {
       const std::string_view rest = std::string_view(name).substr(kWorkspaceImportedReturnPrefix.size());
@@ -633,6 +637,7 @@ SemanticModel::SemanticModel(const Document& document, Scope scope,
       f->return_elements.clear();
     }
   }
+  find_sparse_returns();
   mark_compiled_regions(scope);
   new_flow_generation();
   for (auto& f : functions_) {
@@ -2045,12 +2050,118 @@ std::vector<std::string> workspace_answers(std::string_view module, std::string_
     return out;
   }
   // What the function returns, when its file says: the caller's file types its calls by it.
+  const std::pair<std::string, std::string> sparse{"", std::string(kWorkspaceSparseReturnsPrefix) + name};
+  if (std::find(announced.begin(), announced.end(), sparse) != announced.end())
+    out.push_back(std::string(kWorkspaceImportedSparseReturnPrefix) + subject);
   const std::string returns = std::string(kWorkspaceReturnsPrefix) + name + ":";
   for (const auto& [none, said] : announced) {
     if (none.empty() && said.starts_with(returns))
       out.push_back(std::string(kWorkspaceImportedReturnPrefix) + subject + ":" + said.substr(returns.size()));
   }
   return out;
+}
+
+namespace {
+constexpr std::array<std::string_view, 6> kSparseConversions{
+    "to_sparse", "to_sparse_coo", "to_sparse_csr", "to_sparse_csc", "to_sparse_bsr", "to_sparse_bsc",
+};
+// Constructors, with the break Dynamo takes at each.
+constexpr std::array<std::pair<std::string_view, std::string_view>, 6> kSparseConstructors{{
+    {"torch.sparse_coo_tensor", "a function Dynamo marks as skipped (GB0007)"},
+    {"torch.sparse_csr_tensor", "refused by Dynamo (Sparse tensor creation not supported, GB0374)"},
+    {"torch.sparse_csc_tensor", "refused by Dynamo (Sparse tensor creation not supported, GB0374)"},
+    {"torch.sparse_bsr_tensor", "refused by Dynamo (Sparse tensor creation not supported, GB0374)"},
+    {"torch.sparse_bsc_tensor", "refused by Dynamo (Sparse tensor creation not supported, GB0374)"},
+    {"torch.sparse_compressed_tensor", "refused by Dynamo (Sparse tensor creation not supported, GB0374)"},
+}};
+
+// The name a callee starts from (`torch` of `torch.sparse_coo_tensor`) is a parameter or local of the function.
+bool callee_root_bound(const Document& document, TSNode call, const FunctionInfo& fn) {
+  TSNode callee = unparenthesize(field(call, "function"));
+  while (is_type(callee, "attribute")) callee = unparenthesize(field(callee, "object"));
+  if (!is_type(callee, "identifier")) return true;
+  const std::string name(document.node_text(callee));
+  for (const FunctionInfo* f = &fn; f; f = f->parent) {
+    if (std::find(f->params.begin(), f->params.end(), name) != f->params.end()) return true;
+    if (f->assignments.count(name) || f->locals.count(name)) return true;
+  }
+  return false;
+}
+}  // namespace
+
+std::string_view sparse_constructor_break(std::string_view qualified) {
+  for (const auto& [name, why] : kSparseConstructors)
+    if (name == qualified) return why;
+  return {};
+}
+
+bool is_sparse_conversion(std::string_view method) {
+  return std::find(kSparseConversions.begin(), kSparseConversions.end(), method) != kSparseConversions.end();
+}
+
+bool SemanticModel::calls_imported_sparse_return(TSNode call) const {
+  if (workspace_sparse_returns_.empty()) return false;
+  auto q = qualified_name(field(call, "function"));
+  return q && workspace_sparse_returns_.count(*q);
+}
+
+bool SemanticModel::sparse_returns_of(const FunctionInfo& fn) const {
+  bool any = false;
+  for (TSNode node : fn.body_nodes) {
+    if (!is_type(node, "return_statement")) continue;
+    TSNode value = named_child(node, 0);
+    if (ts_node_is_null(value) || !makes_sparse(value, fn, 1)) return false;
+    any = true;
+  }
+  return any;
+}
+
+void SemanticModel::find_sparse_returns() {
+  // A function returning what another function of the file returns: a few rounds reach through such chains.
+  for (int round = 0; round < 4; ++round) {
+    bool changed = false;
+    for (auto& f : functions_) {
+      if (f->returns_sparse_tensor || !sparse_returns_of(*f)) continue;
+      f->returns_sparse_tensor = true;
+      changed = true;
+    }
+    if (!changed) break;
+  }
+}
+
+bool SemanticModel::makes_sparse(TSNode expr, const FunctionInfo& fn, int depth, std::string_view assumed) const {
+  expr = unparenthesize(expr);
+  if (depth > 4) return false;
+  if (is_type(expr, "call")) {
+    TSNode callee = unparenthesize(field(expr, "function"));
+    if (is_type(callee, "attribute") && kind_of(field(callee, "object"), fn) == ValueKind::Tensor) {
+      // Methods that give a sparse tensor back when called on one (`adj = adj._coalesced_(True)`).
+      const std::string_view method = document_.node_text(field(callee, "attribute"));
+      if (is_sparse_conversion(method)) return true;
+      return (method == "coalesce" || method == "_coalesced_" || method == "t" || method == "clone" ||
+              method == "detach") &&
+             makes_sparse(field(callee, "object"), fn, depth + 1, assumed);
+    }
+    if (auto q = qualified_name(callee); q && !sparse_constructor_break(*q).empty())
+      return !callee_root_bound(document_, expr, fn);
+    if (calls_imported_sparse_return(expr)) return true;
+    const FunctionInfo* target = resolve_callee(expr, fn);
+    return target && target != &fn && target->returns_sparse_tensor;
+  }
+  if (!is_type(expr, "identifier")) return false;
+  const std::string name = text_of(document_, expr);
+  // `adj = adj._coalesced_(True)` reads the name it binds: sparse if the name is, as the other bindings make it.
+  if (name == assumed) return true;
+  if (std::find(fn.params.begin(), fn.params.end(), name) != fn.params.end()) return false;
+  auto it = fn.assignments.find(name);
+  if (it == fn.assignments.end() || it->second.empty()) return false;
+  bool made_here = false;  // by a binding that does not read the name itself
+  for (TSNode value : it->second) {
+    if (ts_node_is_null(value) || !is_type(unparenthesize(value), "call") || !makes_sparse(value, fn, depth + 1, name))
+      return false;
+    made_here = made_here || makes_sparse(value, fn, depth + 1, assumed);
+  }
+  return made_here;
 }
 
 const SemanticModel::ImportedReturn* SemanticModel::imported_return(TSNode call) const {
@@ -2909,6 +3020,10 @@ std::vector<std::pair<std::string, std::string>> SemanticModel::imported_calls_f
     if (elements)
       for (ValueKind k : f->return_elements) codes += kind_code(k);
     out.emplace_back("", std::string(kWorkspaceReturnsPrefix) + f->name + ":" + codes);
+  }
+  for (const auto& f : functions_) {
+    if (!f->owner && !f->parent && returns_sparse(*f))
+      out.emplace_back("", std::string(kWorkspaceSparseReturnsPrefix) + f->name);
   }
   // Aliases of torch.compiler.disable for the files that import them, and questions about imported
   // decorators (plain names) of this file's functions.

@@ -163,6 +163,10 @@ const FunctionInfo* SemanticModel::update_after_edit(const Document::Changes& ed
     if (fresh.attribute_effects != target->attribute_effects) return nullptr;
   }
 
+  // Calls of it in other functions make a sparse tensor or not by this (GM612).
+  fresh.returns_sparse_tensor = sparse_returns_of(fresh);
+  if (fresh.returns_sparse_tensor != target->returns_sparse_tensor) return nullptr;
+
   fresh.call_site_args = target->call_site_args;
   if (fresh.compiled) fresh.imported_calls = imported_calls(fresh);
   *target = std::move(fresh);

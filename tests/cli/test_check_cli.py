@@ -352,6 +352,23 @@ def test_return_kinds_of_functions_of_other_files_type_their_calls(tmp_path):
     assert findings(pkg / "dense.py") == []
 
 
+def test_sparse_returns_of_functions_of_other_files_break_where_traced_code_calls_them(tmp_path):
+    # torch_geometric's ASAPooling: `S = to_torch_coo_tensor(edge_index, score)` from utils/sparse.py, which binds
+    # its result again (`adj = adj._coalesced_(True)`) before returning it.
+    pkg = tmp_path / "pkg"
+    (pkg / "utils").mkdir(parents=True)
+    write(pkg / "__init__.py", "")
+    write(pkg / "utils" / "__init__.py", "from .sparse import to_coo\n")
+    write(pkg / "utils" / "sparse.py", "import torch\n\n\ndef to_coo(index, value, n: int):\n"
+          "    adj = torch.sparse_coo_tensor(index, value, (n, n))\n    adj = adj._coalesced_(True)\n    return adj\n")
+    write(pkg / "pool.py", "from torch import nn\nfrom pkg.utils import to_coo\n\n\nclass Pool(nn.Module):\n"
+          "    def forward(self, x, index):\n        s = to_coo(index, x[0], 4)\n        return x\n")
+    pool = [(f["location"]["row"], f["code"]) for f in findings(pkg) if pathlib.Path(f["filename"]).name == "pool.py"]
+    assert pool == [(7, "GM612")]
+    # Alone, nothing says what the helper returns.
+    assert findings(pkg / "pool.py") == []
+
+
 def test_disable_aliases_of_other_files_disable_what_they_decorate(tmp_path):
     # timm's shape: layers/typing.py binds `disable_compiler = getattr(getattr(torch, "compiler", None), "disable",
     # None) or nullwrap`, layers/__init__.py re-exports it, and a model decorates a method with it (GB0099 where

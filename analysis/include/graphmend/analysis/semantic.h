@@ -98,6 +98,16 @@ inline constexpr std::string_view kWorkspaceOverridablePrefix = "overridable:";
 // Announced ("", "passes-on:Class") for each class with an imported base: only such a class's file takes the
 // "overrides:" question as an entry (to ask its own bases); elsewhere it would cost an analysis for nothing.
 inline constexpr std::string_view kWorkspacePassesOnPrefix = "passes-on:";
+// Sparse returns across files (GM612). A file announces ("", "sparse-returns:f") for each top-level function every
+// return of which gives a sparse tensor it made; a file whose traced code calls `f` gets "sparse-ret:<f as it names
+// it, qualified>": Dynamo breaks where that call's result is wrapped (torch_geometric's to_torch_coo_tensor).
+inline constexpr std::string_view kWorkspaceSparseReturnsPrefix = "sparse-returns:";
+inline constexpr std::string_view kWorkspaceImportedSparseReturnPrefix = "sparse-ret:";
+
+// Sparse tensors: how Dynamo breaks at the constructor `qualified` names (empty when it names none), and whether a
+// tensor method converts a tensor to a sparse one (`to_sparse_csr`).
+std::string_view sparse_constructor_break(std::string_view qualified);
+bool is_sparse_conversion(std::string_view method);
 // A question about another file's name (a base class, a decorator), not a function to trace there.
 inline bool is_workspace_query(std::string_view entry) {
   return entry.starts_with(kWorkspaceBaseQueryPrefix) || entry.starts_with(kWorkspaceDecoratorQueryPrefix);
@@ -186,7 +196,9 @@ struct FunctionInfo {
   // instead of walking the tree again.
   std::vector<TSNode> body_nodes;
   std::unordered_set<std::string> isinstance_tested;  // names `isinstance(name, ...)` tests in the body
-  ValueKind declared_return = ValueKind::Unknown;     // what its return annotation says (`-> int`: Static)
+  // Every return gives a sparse tensor it made (GM612): read once the kinds are inferred, while the nodes are there.
+  bool returns_sparse_tensor = false;
+  ValueKind declared_return = ValueKind::Unknown;  // what its return annotation says (`-> int`: Static)
   // A PEP 484 type comment under the header (`# type: (List[Tensor], int) -> Tensor`, as TorchScript-era code
   // such as torchvision writes): the annotation of each parameter after self/cls, and of the return.
   std::vector<std::string> comment_param_types;
@@ -295,6 +307,14 @@ class SemanticModel {
   bool is_module_logger(std::string_view name) const { return module_loggers_.count(std::string(name)) > 0; }
   // The function a call expression's callee names in this file (`helper`, `self.method`), if any.
   const FunctionInfo* resolve_callee(TSNode call, const FunctionInfo& caller) const;
+  // A sparse tensor made here: a constructor, a conversion of a tensor, a call of a function of this file that
+  // returns one (or of another checked file's, by the workspace pass), or a local only ever assigned one. The
+  // name `assumed` is taken as sparse (while its own bindings are read).
+  bool makes_sparse(TSNode expr, const FunctionInfo& fn, int depth = 0, std::string_view assumed = {}) const;
+  // A function each of whose returns gives a sparse tensor it made (torch_geometric's to_torch_csr_tensor).
+  bool returns_sparse(const FunctionInfo& fn) const { return fn.returns_sparse_tensor; }
+  // `call` calls an imported function that another checked file said returns a sparse tensor.
+  bool calls_imported_sparse_return(TSNode call) const;
   // The forward of a module class (searching its bases in this file), or nullptr.
   const FunctionInfo* forward_of(const ClassInfo* cls) const;
   // What calling an instance of `cls` runs: a module's forward, another class's `__call__`.
@@ -443,6 +463,9 @@ class SemanticModel {
     std::vector<ValueKind> elements;
   };
   std::unordered_map<std::string, ImportedReturn> workspace_returns_;
+  std::unordered_set<std::string> workspace_sparse_returns_;  // qualified as this file names them
+  bool sparse_returns_of(const FunctionInfo& fn) const;
+  void find_sparse_returns();
   // The return of an imported function this call calls, when another file said what it is.
   const ImportedReturn* imported_return(TSNode call) const;
   // `name` (a tensor by flow) is read where `isinstance(name, (int, float))` was tested true.
