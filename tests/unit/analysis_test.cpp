@@ -119,3 +119,22 @@ TEST_CASE("a draw picked by a conditional expression split with a backslash is r
       "    for _ in range(n):\n        x = x + 1\n    return x\n";
   CHECK(codes(src) == std::vector<std::string>{"GM614@9"});
 }
+
+TEST_CASE("a fix that would drop a comment written inside what it replaces is refused, and says so") {
+  const std::string body =
+      "        w = (z * 3\n             if x.amax() > 0.5  # why this bound\n             else z)\n"
+      "        return w\n";
+  const std::string src = std::string(kHeader) + "        z = x * 2\n" + body;
+  Document doc("m.py", src);
+  Analysis a = check(doc, Config{});
+  REQUIRE(a.findings.size() == 1);
+  CHECK(!a.findings[0].fix);
+  CHECK(a.findings[0].no_fix_reason.find("`# why this bound`") != std::string::npos);
+  // Without the comment the same expression is rewritten.
+  std::string plain = src;
+  plain.erase(plain.find("  # why this bound"), std::string("  # why this bound").size());
+  Document plain_doc("m.py", plain);
+  Analysis b = check(plain_doc, Config{});
+  REQUIRE(b.findings.size() == 1);
+  CHECK(b.findings[0].fix);
+}

@@ -29,6 +29,32 @@ IncrementalAnalyzer::Result check_incremental(IncrementalAnalyzer& analyzer, Doc
   return analyzer.run(document, config, generation, attach);
 }
 
+namespace {
+
+// A comment inside a range an edit replaces whose text the replacement leaves out: the fix would lose it (an
+// expression written over several lines with a comment on one, rewritten on one line). Empty when none is lost.
+std::string dropped_comment(const Document& document, const Fix& fix) {
+  std::string dropped;
+  for (const TextEdit& edit : fix.edits) {
+    if (edit.range.start == edit.range.end) continue;
+    walk_preorder(document.root(), [&](TSNode node) {
+      if (ts_node_end_byte(node) <= edit.range.start || ts_node_start_byte(node) >= edit.range.end) return Walk::Skip;
+      if (!is_type(node, "comment")) return Walk::Descend;
+      const std::string_view comment = document.node_text(node);
+      if (ts_node_start_byte(node) >= edit.range.start && ts_node_end_byte(node) <= edit.range.end &&
+          edit.new_text.find(comment) == std::string::npos) {
+        dropped = std::string(comment);
+        return Walk::Stop;
+      }
+      return Walk::Skip;
+    });
+    if (!dropped.empty()) break;
+  }
+  return dropped;
+}
+
+}  // namespace
+
 void attach_fixes(const Document& document, Analysis& analysis) {
   timing::Scope fixing(timing::Phase::Fixes);
   if (!analysis.model) return;
@@ -48,6 +74,12 @@ void attach_fixes(const Document& document, Analysis& analysis) {
       if (std::find(t->codes.begin(), t->codes.end(), finding.rule->code) == t->codes.end()) continue;
       TransformResult result = t->apply(TransformContext{document, *analysis.model, finding});
       if (auto* fix = std::get_if<Fix>(&result)) {
+        if (std::string comment = dropped_comment(document, *fix); !comment.empty()) {
+          finding.no_fix_reason = "the rewrite would drop the comment `" + comment +
+                                  "` written inside what it replaces: move the comment out and fix again";
+          recognised = true;
+          continue;
+        }
         finding.fix = std::move(*fix);
         finding.no_fix_reason.clear();
         break;
