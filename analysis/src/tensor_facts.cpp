@@ -958,6 +958,58 @@ bool is_floating(const Document& doc, const SemanticModel& model, TSNode expr, c
   return false;
 }
 
+namespace {
+
+// A parameter of `fn` that holds a Python number: annotated `int` or `float`, or defaulting to a numeric literal
+// without an annotation, and never bound again in the body.
+bool number_parameter(const Document& doc, const FunctionInfo& fn, const std::string& name) {
+  if (ts_node_is_null(fn.node) || fn.assignments.count(name)) return false;
+  for (TSNode p : named_children(field(fn.node, "parameters"))) {
+    const auto t = type_of(p);
+    TSNode id = t == "typed_parameter" ? named_child(p, 0) : field(p, "name");
+    if (ts_node_is_null(id) || text(doc, id) != name) continue;
+    if (t == "typed_parameter" || t == "typed_default_parameter") {
+      const std::string annotation = text(doc, field(p, "type"));
+      return annotation == "int" || annotation == "float";
+    }
+    if (t != "default_parameter") return false;
+    TSNode value = unparenthesize(field(p, "value"));
+    if (is_type(value, "unary_operator")) value = unparenthesize(field(value, "argument"));
+    return is_type(value, "integer") || is_type(value, "float");
+  }
+  return false;
+}
+
+// A Python number that cannot raise while it is computed: numeric literals, `+`/`-` of one, and `+`, `-`, `*` of
+// numbers (not `/`, `//`, `%` or `**`: they raise on zero or overflow, and a select computes the untaken side too),
+// or a parameter that holds one. `integral` is cleared when it may be a float.
+bool python_number(const Document& doc, TSNode n, const FunctionInfo& fn, bool& integral, int depth = 0) {
+  n = unparenthesize(n);
+  if (depth > 6 || ts_node_is_null(n)) return false;
+  const auto t = type_of(n);
+  if (t == "integer") return true;
+  if (t == "float") {
+    integral = false;
+    return true;
+  }
+  if (t == "unary_operator") {
+    const std::string op = text(doc, field(n, "operator"));
+    return (op == "-" || op == "+") && python_number(doc, field(n, "argument"), fn, integral, depth + 1);
+  }
+  if (t == "binary_operator") {
+    const std::string op = text(doc, field(n, "operator"));
+    return (op == "+" || op == "-" || op == "*") && python_number(doc, field(n, "left"), fn, integral, depth + 1) &&
+           python_number(doc, field(n, "right"), fn, integral, depth + 1);
+  }
+  if (t == "identifier" && number_parameter(doc, fn, text(doc, n))) {
+    integral = false;  // an `int` parameter may be given a float: Python does not check
+    return true;
+  }
+  return false;
+}
+
+}  // namespace
+
 ValueShape shape_of(const Document& doc, const SemanticModel& model, TSNode expr, const FunctionInfo& fn) {
   expr = unparenthesize(expr);
   auto t = type_of(expr);
@@ -968,23 +1020,30 @@ ValueShape shape_of(const Document& doc, const SemanticModel& model, TSNode expr
   if (t == "unary_operator") return shape_of(doc, model, field(expr, "argument"), fn);
   if (t == "binary_operator") {
     std::string op = text(doc, field(expr, "operator"));
-    if (op != "+" && op != "-" && op != "*" && op != "/") return {};
+    if (op != "+" && op != "-" && op != "*" && op != "/" && op != "**") return {};
     TSNode l = unparenthesize(field(expr, "left")), r = unparenthesize(field(expr, "right"));
     ValueShape ls = shape_of(doc, model, l, fn), rs = shape_of(doc, model, r, fn);
-    // Python numbers and one-element tensors broadcast without changing the other operand's shape.
+    // Python numbers (`-2`, `1 - p`) and one-element tensors broadcast without changing the other operand's
+    // shape. `integral` stays true while every Python number met is an int literal.
+    bool integral = true;
     auto scalar = [&](TSNode n) {
-      return is_type(n, "integer") || is_type(n, "float") ||
+      return python_number(doc, n, fn, integral) ||
              (model.kind_of(n, fn) == ValueKind::Tensor && is_one_element(doc, model, n, fn));
     };
     ValueShape out;
-    if (ls.likeness != Likeness::None && (scalar(r) || (rs.base == ls.base && rs.likeness != Likeness::None)))
+    if (op == "**") {
+      // `x ** 2`, `x ** 0.5`: a tensor raised to a literal keeps its shape (and its dtype for an int exponent).
+      // Not a negative or computed exponent: an integer tensor to a negative integer power raises.
+      if (ls.likeness == Likeness::None || !(is_type(r, "integer") || is_type(r, "float"))) return {};
+      integral = is_type(r, "integer");
+      out = ls;
+    } else if (ls.likeness != Likeness::None && (scalar(r) || (rs.base == ls.base && rs.likeness != Likeness::None)))
       out = ls;
     else if (rs.likeness != Likeness::None && scalar(l))
       out = rs;
     else
       return {};
-    bool floaty = op == "/" || is_type(l, "float") || is_type(r, "float") || ls.likeness == Likeness::Floating ||
-                  rs.likeness == Likeness::Floating;
+    bool floaty = op == "/" || !integral || ls.likeness == Likeness::Floating || rs.likeness == Likeness::Floating;
     out.likeness = floaty ? Likeness::Floating : Likeness::Same;
     return out;
   }
