@@ -14,22 +14,31 @@ const RuleInfo kInfo{
         "decide whether to raise, so Dynamo breaks the graph at the test.",
     .registry_id = "GB0170",
     .fix_summary =
-        "An unsafe fix (`--unsafe-fixes`): the guard becomes `torch._assert_async` under compile (the check stays "
-        "in the graph, raising RuntimeError) while an eager run keeps raising the same exception with the same "
-        "message.",
+        "An unsafe fix (`--unsafe-fixes`): the test is passed to a custom operator, defined once per process in "
+        "the fixed file, that raises the same exception (class, message, `from None`) inside the compiled graph "
+        "at run time, with no break. Where the message or class reads values of the function (an f-string over "
+        "the input), the fallback is `torch._assert_async` under compile, which raises RuntimeError.",
     .example_bad = "if torch.isinf(x).any():\n    raise ValueError('inf in activations')",
     .example_good =
-        "if torch.compiler.is_compiling():\n    torch._assert_async(~torch.isinf(x).any(), 'inf in activations')\n"
-        "elif torch.isinf(x).any():\n    raise ValueError('inf in activations')",
+        "@_graphmend_runtime_op(\"raise_if_3f0c9a21d7e4\", \"(Tensor test) -> ()\")\n"
+        "def _graphmend_raise_if_3f0c9a21d7e4(test):\n    if test:\n        raise ValueError('inf in activations')\n"
+        "...\n_graphmend_raise_if_3f0c9a21d7e4(torch.isinf(x).any())",
     .fixable = true,
     .fix_safety =
-        "Always unsafe. Eager runs keep the original `raise` statement untouched (class, message, cause). "
-        "Under torch.compile a failing check raises `RuntimeError` from `torch._assert_async` instead of the "
-        "original class, with the literal message (or a fixed text naming the test when the message is an "
-        "f-string or has several arguments), without the `from` cause; on CUDA it is an asynchronous "
-        "device-side assert that poisons the CUDA context. Refused inside a `try` whose handlers could catch "
-        "the exception (under compile they would no longer run), for a bare `raise`, and where `torch` is "
-        "shadowed.",
+        "Always unsafe, for a reason the operator cannot mend: when a guard fails, state changed in place earlier "
+        "in the same graph (BatchNorm running statistics in training, in-place updates of inputs or buffers) is "
+        "written back by AOTAutograd's runtime wrapper only after the graph returns, so aot_eager loses it "
+        "(Inductor and torch.export kept it where tried, but nothing orders those writes against the "
+        "operator); the original broke the graph before its test and kept them. Otherwise the operator keeps "
+        "the class, message, arguments and `from None` on every backend, static and dynamic shapes, eval and "
+        "train, with the on-disk caches on (an ordered effect, so it is never dropped; its name carries a hash "
+        "of what it does). It needs literal messages and a class the module resolves the same way; a test with "
+        "`and`/`or`/`not` inside, an f-string message or a `from <value>` cause gets the fallback, "
+        "`torch._assert_async` under compile: RuntimeError instead of the original class, the literal message "
+        "or a fixed text naming the test, no cause, and on CUDA an asynchronous device-side assert that poisons "
+        "the CUDA context. Both are refused inside a `try` with handlers, for a bare `raise`, and where `torch` "
+        "is shadowed; the operator also in an `except` or `finally` block (the exception's context). A deployment with "
+        "AOTInductor needs Python for the operator.",
     .export_fails = true,
 };
 

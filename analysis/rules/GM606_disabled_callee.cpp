@@ -24,7 +24,7 @@ void check(RuleContext& ctx, const Visit& v) {
   const FunctionInfo* callee = ctx.model.resolve_callee(v.node, v.function);
   // Aliases (`@_disable`) are resolved by the model (SemanticModel::is_dynamo_disabled), at construction: an
   // incremental update re-reads only the edited function, so the rule must not read other functions' trees.
-  if (!callee || !ctx.model.is_dynamo_disabled(*callee)) return;
+  if (!callee || !ctx.model.is_dynamo_disabled(*callee) || ctx.model.runs_as_operator(*callee)) return;
   ctx.report(kInfo, node_range(v.node),
              "`" + callee->name +
                  "` is marked with torch.compiler.disable: Dynamo skips it and breaks the graph "

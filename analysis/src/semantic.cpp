@@ -825,6 +825,12 @@ void SemanticModel::collect_definitions(TSNode node, ClassInfo* owner, FunctionI
           if (is_type(expr, "identifier")) raw->decorator_names.push_back(text_of(document_, expr));
           TSNode callee = is_type(expr, "call") ? field(expr, "function") : expr;
           auto q = qualified_name(callee);
+          if ((q && (*q == "torch.library.custom_op" || *q == "torch.library.triton_op")) ||
+              (is_type(callee, "identifier") && text_of(document_, callee) == "_graphmend_runtime_op")) {
+            disabled_.insert(raw);
+            operator_bodies_.insert(raw);
+            return;
+          }
           if (!q) {
             // `@_disable` with `_disable = getattr(torch.compiler, "disable", None) or torch._dynamo.disable`.
             if (is_type(callee, "identifier") && disable_aliases_.count(text_of(document_, callee)))
@@ -3114,6 +3120,9 @@ const FunctionInfo* SemanticModel::function_containing(TSNode node) const {
 }
 
 bool SemanticModel::is_dynamo_disabled(const FunctionInfo& function) const { return disabled_.count(&function) > 0; }
+bool SemanticModel::runs_as_operator(const FunctionInfo& function) const {
+  return operator_bodies_.count(&function) > 0;
+}
 
 std::optional<bool> SemanticModel::static_truth(TSNode condition, const FunctionInfo* function) const {
   return static_truth_of(condition, function, false);

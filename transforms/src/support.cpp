@@ -50,10 +50,12 @@ uint32_t after_imports_offset(const Document& doc) {
   TSNode root = doc.root();
   uint32_t n = ts_node_named_child_count(root);
   uint32_t offset = 0;
+  bool first_statement = true;  // the docstring is the first statement, after comments (`#!`, encoding, license)
   for (uint32_t i = 0; i < n; ++i) {
     TSNode stmt = ts_node_named_child(root, i);
     auto t = type_of(stmt);
-    bool docstring = i == 0 && t == "expression_statement" && is_type(named_child(stmt, 0), "string");
+    bool docstring = first_statement && t == "expression_statement" && is_type(named_child(stmt, 0), "string");
+    if (t != "comment") first_statement = false;
     if (t == "import_statement" || t == "import_from_statement" || t == "future_import_statement" || docstring ||
         t == "comment") {
       if (t == "comment" && offset == 0 && i > 0) continue;

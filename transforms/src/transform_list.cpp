@@ -6,6 +6,7 @@ namespace graphmend {
 const Transform& transform_static_precondition();
 const Transform& transform_predicate_if();
 const Transform& transform_predicate_ternary();
+const Transform& transform_raise_in_graph();
 const Transform& transform_graph_native_guard();
 const Transform& transform_emit_once_at_trace();
 const Transform& transform_defer_side_effect();
@@ -15,7 +16,9 @@ const Transform& transform_dense_mask_reduction();
 const std::vector<const Transform*>& registered_transforms() {
   static const std::vector<const Transform*> transforms{
       &transform_static_precondition(),  // before predication: it keeps the branch, and the RNG stream
-      &transform_predicate_if(),        &transform_predicate_ternary(), &transform_graph_native_guard(),
+      &transform_predicate_if(),        &transform_predicate_ternary(),
+      &transform_raise_in_graph(),  // before the graph-native guard: it keeps the class and message
+      &transform_graph_native_guard(),
       &transform_emit_once_at_trace(),  // before the deferral: it applies in inlined frames too
       &transform_defer_side_effect(),   &transform_item_in_condition(), &transform_dense_mask_reduction(),
   };

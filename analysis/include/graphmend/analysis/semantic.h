@@ -324,7 +324,12 @@ class SemanticModel {
   std::vector<uint32_t> methods_called_through_attributes(const FunctionInfo& caller) const;
   // Functions decorated with @torch.compiler.disable / @torch._dynamo.disable in this file, directly or
   // through a module-level alias (`_disable = getattr(torch.compiler, "disable", None) or ...`).
+  // Operator bodies count as disabled too (Dynamo does not trace them), but calling one is no break.
   bool is_dynamo_disabled(const FunctionInfo& function) const;
+  // Functions whose body runs as a custom operator, opaque to Dynamo and called inside the graph:
+  // `@torch.library.custom_op(...)`, `@torch.library.triton_op(...)`, and the operators graphmend's own fixes
+  // write (`@_graphmend_runtime_op(...)`).
+  bool runs_as_operator(const FunctionInfo& function) const;
 
   // A test Dynamo evaluates at trace time to a constant: is_compiling() and friends.
   std::optional<bool> static_truth(TSNode condition, const FunctionInfo* function = nullptr) const;
@@ -427,6 +432,7 @@ class SemanticModel {
   std::unordered_map<std::string, FunctionInfo*> top_level_by_name_;
   std::unordered_map<const FunctionInfo*, std::vector<FunctionInfo*>> nested_;  // parent -> nested functions
   std::unordered_set<const FunctionInfo*> disabled_;
+  std::unordered_set<const FunctionInfo*> operator_bodies_;
   // Module-level names bound only to torch.compiler.disable (module_bindings.h): `@_disable` disables too.
   std::unordered_set<std::string> disable_aliases_;
   // Imported names that another workspace file says are such aliases ("disabled:" entries), qualified.

@@ -1,0 +1,260 @@
+"""The raise-in-graph fix (GM301; transforms/src/raise_in_graph.cpp), end to end on the installed torch.
+
+graphmend writes the fixed file (`check --fix --unsafe-fixes`); the guards it turned into operators must
+compile in one graph (fullgraph=True) and, when they fail, raise the original class, message, arguments and
+suppressed context from inside the graph: on the eager, aot_eager and inductor backends, static and dynamic
+shapes, eval and train (backward run), with Inductor's on-disk caches on (a second process reads them) and
+off, under torch.export, and when the fixed module is imported twice. The facts that make the fix unsafe or
+that its shape answers are pinned here too (docs/fix-safety.md, "Runtime effects in the graph").
+"""
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+import torch
+import torch._dynamo
+from torch import nn
+
+from fixture_support import load_fixture, run_graphmend
+
+SOURCE = textwrap.dedent('''\
+    import torch
+    from torch import nn
+
+
+    class GuardError(ValueError):
+        pass
+
+
+    class Model(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lin = nn.Linear(4, 4)
+
+        def forward(self, x):
+            y = self.lin(x)
+            if not torch.isfinite(y).all():
+                raise GuardError("non-finite activations", 4) from None
+            if (y.abs() > 1e4).any():
+                raise ValueError("activation too large")
+            return y.relu()
+
+
+    def example():
+        return Model(), (torch.randn(3, 4),)
+''')
+
+# A guard after a BatchNorm: in training its running statistics are updated before the guard runs.
+STATEFUL_SOURCE = textwrap.dedent('''\
+    import torch
+    from torch import nn
+
+
+    class Model(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.bn = nn.BatchNorm1d(4)
+
+        def forward(self, x):
+            y = self.bn(x)
+            if (y.abs() > 1.5).any():
+                raise ValueError("outlier")
+            return y
+
+
+    def example():
+        return Model().train(), (torch.randn(8, 4),)
+''')
+
+
+def _write_and_fix(tmp_path, name, source):
+    path = tmp_path / name
+    path.write_text(source)
+    proc = run_graphmend("check", "--fix", "--unsafe-fixes", "--exit-zero", "-q", str(path))
+    assert proc.returncode == 0, proc.stderr
+    fixed = path.read_text()
+    assert "_graphmend_runtime_op(" in fixed and "raise " in fixed, fixed
+    return path
+
+
+@pytest.fixture(scope="module")
+def fixed_path(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("raise-in-graph")
+    path = _write_and_fix(tmp, "guarded.py", SOURCE)
+    text = path.read_text()
+    assert "if not torch.isfinite" not in text and text.count("@_graphmend_runtime_op(") == 2, text
+    proc = run_graphmend("check", "--exit-zero", "--output-format", "concise", str(path))
+    assert "GM301" not in proc.stdout, proc.stdout  # the operators' bodies are not traced code
+    return path
+
+
+@pytest.fixture(scope="module")
+def original_path(tmp_path_factory):
+    path = tmp_path_factory.mktemp("raise-in-graph-original") / "guarded.py"
+    path.write_text(SOURCE)
+    return path
+
+
+def _inputs():
+    good = torch.randn(3, 4)
+    nan = good.clone()
+    nan[1, 2] = float("nan")
+    return good, nan, good * 1e6
+
+
+def _outcome(fn, x):
+    try:
+        return "ok", fn(x)
+    except Exception as e:  # noqa: BLE001 - the exception itself is what is compared
+        return "raise", (type(e).__name__, e.args, e.__suppress_context__, e.__cause__)
+
+
+def _pair(original_path, fixed_path, train):
+    torch.manual_seed(0)
+    original = load_fixture(original_path).Model().train(train)
+    fixed = load_fixture(fixed_path).Model().train(train)
+    fixed.load_state_dict(original.state_dict())
+    return original, fixed
+
+
+@pytest.mark.parametrize("train", [False, True], ids=["eval", "train"])
+@pytest.mark.parametrize("dynamic", [False, True], ids=["static", "dynamic"])
+@pytest.mark.parametrize("backend", ["eager", "aot_eager", "inductor"])
+def test_one_graph_and_the_original_exception(original_path, fixed_path, backend, dynamic, train):
+    original, fixed = _pair(original_path, fixed_path, train)
+    torch._dynamo.reset()
+    compiled = torch.compile(fixed, backend=backend, dynamic=dynamic, fullgraph=True)
+    for x in _inputs():
+        want = _outcome(original, x)
+        got = _outcome(compiled, x)
+        assert got[0] == want[0], (got, want)
+        if want[0] == "raise":
+            assert got[1] == want[1]
+            continue
+        if backend == "inductor":  # Inductor may fuse the linear layer differently: last bits
+            torch.testing.assert_close(got[1], want[1])
+        else:
+            assert torch.equal(got[1], want[1])
+        if train:
+            got[1].sum().backward()
+            assert fixed.lin.weight.grad is not None
+    torch._dynamo.reset()
+
+
+def test_eager_runs_raise_exactly_as_the_original(original_path, fixed_path):
+    original, fixed = _pair(original_path, fixed_path, False)
+    for x in _inputs():
+        want, got = _outcome(original, x), _outcome(fixed, x)
+        assert got[0] == want[0] and (got[1] == want[1] if want[0] == "raise" else torch.equal(got[1], want[1]))
+
+
+def test_a_module_imported_twice_reuses_its_operators(fixed_path):
+    import importlib.util
+
+    first = load_fixture(fixed_path)
+    # What importlib.reload does: run the file again in the same module (same name, so same namespace):
+    # the operators exist and are reused, not defined again.
+    importlib.util.spec_from_file_location(first.__name__, fixed_path).loader.exec_module(first)
+    second = load_fixture(fixed_path)  # another name: operators in another namespace
+    for module in (first, second):
+        with pytest.raises(ValueError, match="activation too large"):
+            torch.compile(module.Model(), backend="aot_eager", fullgraph=True)(torch.full((2, 4), 1e6))
+    torch._dynamo.reset()
+
+
+def test_torch_export_keeps_the_operator(fixed_path):
+    module = load_fixture(fixed_path)
+    ep = torch.export.export(module.Model().eval(), (torch.randn(3, 4),))
+    targets = [str(n.target) for n in ep.graph.nodes if n.op == "call_function"]
+    assert sum("graphmend_" in t and "raise_if_" in t for t in targets) == 2, targets
+    with pytest.raises(ValueError, match="activation too large"):
+        ep.module()(torch.full((3, 4), 1e6))
+
+
+_CACHE_PROBE = textwrap.dedent('''\
+    import sys, torch
+    from torch._dynamo.utils import counters
+    sys.path.insert(0, sys.argv[1])
+    import guarded
+    torch._inductor.config.force_disable_caches = sys.argv[2] == "off"
+    model = torch.compile(guarded.Model(), backend="inductor", fullgraph=True)
+    model(torch.randn(3, 4))
+    try:
+        model(torch.full((2, 4), 1e6))
+        print("no raise")
+    except ValueError as e:
+        print("raised", e, counters["inductor"]["fxgraph_cache_hit"])
+''')
+
+
+@pytest.mark.parametrize("caches", ["on", "off"])
+def test_inductor_caches_never_drop_the_guard(fixed_path, tmp_path, caches):
+    """A second process compiles from the on-disk caches (as users run): the guard still raises."""
+    env = dict(os.environ, TORCHINDUCTOR_CACHE_DIR=str(tmp_path / "inductor-cache"))
+    probe = tmp_path / "probe.py"
+    probe.write_text(_CACHE_PROBE)
+    runs = [subprocess.run([sys.executable, str(probe), str(fixed_path.parent), caches], capture_output=True,
+                           text=True, env=env, timeout=300) for _ in range(2 if caches == "on" else 1)]
+    for run in runs:
+        assert run.stdout.startswith("raised activation too large"), run.stdout + run.stderr
+    if caches == "on":
+        assert runs[1].stdout.split()[-1] != "0", "the second process did not read the cache: " + runs[1].stdout
+
+
+# ---------------------------------------------------------------- the facts behind the fix's shape
+
+
+def test_fact_an_operator_without_output_and_effect_is_dropped():
+    """Why the helper registers an ordered effect: without it AOTAutograd removes the call as dead code."""
+    name = "graphmend_facts::guard_without_effect"
+    if not hasattr(torch.ops.graphmend_facts, "guard_without_effect"):
+        @torch.library.custom_op(name, mutates_args=(), schema="(Tensor test) -> ()")
+        def guard(test):
+            if test:
+                raise ValueError("bad")
+
+        guard.register_fake(lambda test: None)
+    op = torch.ops.graphmend_facts.guard_without_effect.default
+    outcomes = {}
+    for backend in ("eager", "aot_eager"):
+        torch._dynamo.reset()
+        f = torch.compile(lambda x: (op(x.sum() > 0), x * 2)[1], backend=backend, fullgraph=True)
+        outcomes[backend] = _outcome(f, torch.ones(3))[0]
+    assert outcomes == {"eager": "raise", "aot_eager": "ok"}
+    torch._dynamo.reset()
+
+
+def test_fact_state_changed_before_a_failing_guard_is_not_written_back(tmp_path):
+    """Why the fix is unsafe: the original breaks the graph before its test, so a BatchNorm's running
+    statistics (updated earlier in training) are written back before it raises. In one graph, AOTAutograd's
+    runtime wrapper writes input mutations back after the graph returns: the raise inside it skips that on
+    aot_eager."""
+    original = tmp_path / "stateful.py"
+    original.write_text(STATEFUL_SOURCE)
+    (tmp_path / "fixed").mkdir()
+    fixed = _write_and_fix(tmp_path / "fixed", "stateful.py", STATEFUL_SOURCE)
+    x = torch.randn(8, 4)
+    x[0, 0] = 50.0  # an outlier after normalisation: the guard raises
+
+    def stats_after_raise(path, compile_backend):
+        torch.manual_seed(0)
+        model = load_fixture(path).Model().train()
+        run = torch.compile(model, backend=compile_backend) if compile_backend else model
+        before = model.bn.running_mean.clone()
+        with pytest.raises(ValueError, match="outlier"):
+            run(x)
+        torch._dynamo.reset()
+        return not torch.equal(before, model.bn.running_mean)
+
+    assert stats_after_raise(original, None) and stats_after_raise(original, "aot_eager")
+    assert stats_after_raise(fixed, None)  # eager runs of the fixed file: unchanged
+    assert not stats_after_raise(fixed, "aot_eager")  # the difference the fix's title names
+    # torch.export's module writes the buffer inside its graph: kept in this case (docs/fix-safety.md).
+    torch.manual_seed(0)
+    exported = torch.export.export(load_fixture(fixed).Model().train(), (torch.randn(8, 4),)).module()
+    before = exported.bn.running_mean.clone()
+    with pytest.raises(ValueError, match="outlier"):
+        exported(x)
+    assert not torch.equal(before, exported.bn.running_mean)

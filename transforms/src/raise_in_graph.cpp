@@ -1,0 +1,209 @@
+// GM301: `if <tensor test>: raise E("msg")` becomes a call of a custom operator that runs inside the
+// compiled graph and raises the same exception there, at run time, with the real values:
+//
+//     @_graphmend_runtime_op("raise_if_<h>", "(Tensor test) -> ()")
+//     def _graphmend_raise_if_<h>(test):
+//         if test:
+//             raise E("msg")
+//     ...
+//         _graphmend_raise_if_<h>(<tensor test>)
+//
+// A torch.library custom operator is opaque to Dynamo (no break), and its Python body runs when the graph
+// runs, in eager runs too. The helper `_graphmend_runtime_op` (added once per file) defines the operator once
+// per process, under a namespace made of the module's name, and registers it as an ordered effect before it
+// can be traced: an operator with no output is otherwise dead code to AOTAutograd and silently dropped. The
+// name carries a hash of the body, so a compiled graph cached on disk never calls an operator that behaves
+// differently from the one it was compiled with.
+//
+// Class, message and `from None` are kept (the body raises the very same expression, which may only use
+// literals and names that resolve at module level). The fix is unsafe all the same, and says why: when the
+// guard fails, state changed in place earlier in the same graph (BatchNorm running statistics in training,
+// in-place updates of inputs or buffers) is written back by AOTAutograd's runtime wrapper only after the
+// graph returns, so aot_eager loses it (Inductor and torch.export kept it where tried, but nothing orders
+// those writes against the operator). The original broke the graph before the test and kept them.
+#include <cstdint>
+#include <cstdio>
+
+#include "support.h"
+#include "transform.h"
+
+namespace graphmend {
+namespace {
+using namespace fixes;
+
+// FNV-1a, 64 bits: the operator's name changes whenever what it does changes.
+std::string behaviour_hash(std::string_view s) {
+  uint64_t h = 1469598103934665603ULL;
+  for (unsigned char c : s) {
+    h ^= c;
+    h *= 1099511628211ULL;
+  }
+  char buf[17];
+  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(h));
+  return std::string(buf, 12);
+}
+
+// Literals that mean the same wherever they are evaluated (no interpolation, no names).
+bool is_closed_literal(const Document& doc, TSNode n) {
+  std::string_view t = type_of(n);
+  if (t == "integer" || t == "float" || t == "true" || t == "false" || t == "none") return true;
+  if (t == "unary_operator") return is_closed_literal(doc, field(n, "argument"));
+  if (t == "concatenated_string") {
+    for (TSNode c : named_children(n))
+      if (!is_type(c, "comment") && !is_closed_literal(doc, c)) return false;
+    return true;
+  }
+  if (t != "string") return false;
+  for (uint32_t i = 0; i < ts_node_named_child_count(n); ++i)
+    if (is_type(ts_node_named_child(n, i), "interpolation")) return false;
+  return true;
+}
+
+// `E`, `pkg.E`: a class named the same way in the module's namespace (not bound in the function).
+bool is_module_level_name(const Document& doc, const FunctionInfo* fn, TSNode n) {
+  if (is_type(n, "identifier")) return !bound_locally(fn, std::string(doc.node_text(n)));
+  if (is_type(n, "attribute")) return is_module_level_name(doc, fn, field(n, "object"));
+  return false;
+}
+
+// Why the raised expression cannot be re-evaluated inside the operator's body, at module level.
+std::string why_not_closed(const Document& doc, const FunctionInfo* fn, TSNode exc) {
+  TSNode cls = is_type(exc, "call") ? field(exc, "function") : exc;
+  if (!is_module_level_name(doc, fn, cls))
+    return "the exception class `" + text(doc, cls) + "` is not a name the module resolves the same way";
+  if (!is_type(exc, "call")) return "";
+  for (TSNode a : named_children(field(exc, "arguments"))) {
+    if (is_type(a, "comment")) continue;
+    TSNode value = is_type(a, "keyword_argument") ? field(a, "value") : a;
+    if (!is_closed_literal(doc, value))
+      return "the exception's argument `" + text(doc, a) +
+             "` reads values of the function (only literals are re-created inside the operator yet)";
+  }
+  return "";
+}
+
+// Why `expr` would still need a Python truth test when evaluated as the operator's argument: `and`, `or`,
+// `not`, `a if t else b` and chained comparisons test their tensor operands with bool().
+std::string why_truth_tested(const Document& doc, TSNode expr) {
+  std::string_view t = type_of(expr);
+  if (t == "lambda") return "";
+  if (t == "boolean_operator" || t == "not_operator" || t == "conditional_expression" ||
+      (t == "comparison_operator" && named_child_count(expr) > 2))
+    return "`" + text(doc, expr) + "` tests a tensor's truth in Python, which would break the graph at the call";
+  for (TSNode c : named_children(expr))
+    if (std::string why = why_truth_tested(doc, c); !why.empty()) return why;
+  return "";
+}
+
+TransformResult apply(const TransformContext& ctx) {
+  const Document& doc = ctx.document;
+  TSNode node = enclosing(doc, ctx.finding.range, {"if_statement", "elif_clause"});
+  if (ts_node_is_null(node)) return Refusal{"no if statement around the guard"};
+  if (is_type(node, "elif_clause")) return Refusal{"guards in an elif are not rewritten yet"};
+  const FunctionInfo* fn = ctx.model.function_containing(node);
+  if (!fn) return Refusal{"the guard is not inside a function"};
+  for (TSNode c : named_children(node))
+    if (is_type(c, "elif_clause") || is_type(c, "else_clause")) return Refusal{"the guard has other branches"};
+  for (TSNode p = ts_node_parent(node); !ts_node_is_null(p) && !is_type(p, "function_definition");
+       p = ts_node_parent(p)) {
+    if (is_type(p, "except_clause") || is_type(p, "except_group_clause") || is_type(p, "finally_clause"))
+      return Refusal{"the guard runs while an exception is handled, which the operator would not see as context"};
+    if (!is_type(p, "try_statement")) continue;
+    for (TSNode c : named_children(p))
+      if (is_type(c, "except_clause") || is_type(c, "except_group_clause"))
+        return Refusal{"the guard sits in a `try` with handlers, which would see the operator's frames"};
+  }
+  // The block must only raise: anything before the raise would run inside the operator, out of order.
+  TSNode block = field(node, "consequence");
+  TSNode raise{};
+  for (TSNode s : named_children(block)) {
+    if (is_type(s, "comment")) continue;
+    if (!ts_node_is_null(raise) || !is_type(s, "raise_statement"))
+      return Refusal{"the guard's block does more than raise"};
+    raise = s;
+  }
+  if (ts_node_is_null(raise)) return Refusal{"no raise in the guard"};
+  if (named_child_count(raise) == 0)
+    return Refusal{"a bare `raise` re-raises the exception being handled, which an operator cannot"};
+  TSNode exc = named_child(raise, 0);
+  if (std::string why = why_not_closed(doc, fn, exc); !why.empty()) return Refusal{why};
+  TSNode cause = field(raise, "cause");
+  if (!ts_node_is_null(cause) && !is_type(cause, "none"))
+    return Refusal{"the `from` cause reads a value of the function"};
+
+  // `if flag and <tensor>:` keeps the Python part as a Python test; `not <tensor>` is negated in the body.
+  TSNode condition = unparenthesize(field(node, "condition"));
+  std::string static_guard;
+  if (is_type(condition, "boolean_operator") && text(doc, field(condition, "operator")) == "and" &&
+      ctx.model.kind_of(field(condition, "left"), *fn) == ValueKind::Static) {
+    static_guard = text(doc, field(condition, "left"));
+    condition = unparenthesize(field(condition, "right"));
+  }
+  bool negated = false;
+  if (is_type(condition, "not_operator")) {
+    negated = true;
+    condition = unparenthesize(field(condition, "argument"));
+  }
+  if (ctx.model.kind_of(condition, *fn) != ValueKind::Tensor) return Refusal{"the guard's test is not a tensor"};
+  if (std::string why = why_truth_tested(doc, condition); !why.empty()) return Refusal{why};
+
+  TorchName torch = torch_name(doc, ctx.model);
+  if (auto why = why_torch_unusable(doc, ctx.model, nullptr, torch); !why.empty()) return Refusal{why};
+  // The operator is defined before the top-level statement that holds the guard, after the imports.
+  TSNode top = node;
+  while (!ts_node_is_null(ts_node_parent(top)) && !is_type(ts_node_parent(top), "module")) top = ts_node_parent(top);
+  uint32_t define_at = line_start_of(doc, top);
+  uint32_t helper_at = after_imports_offset(doc);
+  if (define_at < helper_at) return Refusal{"the guard's function is defined before the file's imports end"};
+
+  std::string eol(detect_line_ending(doc.text()));
+  std::string body = std::string("    if ") + (negated ? "not " : "") + "test:" + eol + "        raise " +
+                     text(doc, exc) + (ts_node_is_null(cause) ? "" : " from None") + eol;
+  std::string op = "raise_if_" + behaviour_hash(body);
+  std::string py = "_graphmend_" + op;
+  if (doc.text().find("def " + py + "(") != std::string::npos)
+    return Refusal{"`" + py + "` is already defined in this file"};
+  const std::string& t = torch.name;
+  // Blank lines: two before the helper (it follows the imports), two after each definition (a top-level
+  // statement follows it); the blank lines already there stay where they were.
+  std::string helper =
+      eol + eol + "def _graphmend_runtime_op(name, schema):" + eol +
+      "    \"\"\"Defines the decorated function once per process as an operator that runs inside the compiled graph," +
+      eol + "    at run time and in program order (an ordered effect, never dropped for having no output).\"\"\"" + eol +
+      "    from " + t + "._library.effects import EffectType" + eol + eol + "    def define(fn):" + eol +
+      "        namespace = \"graphmend_\" + \"\".join(c if c.isalnum() else \"_\" for c in __name__)" + eol +
+      "        if not hasattr(getattr(" + t + ".ops, namespace), name):  # imported twice: the operator exists" + eol +
+      "            op = " + t + ".library.custom_op(namespace + \"::\" + name, fn, mutates_args=(), schema=schema)" +
+      eol + "            op.register_fake(lambda *args: None)" + eol + "            op.register_effect(EffectType.ORDERED)" +
+      eol + "        return getattr(getattr(" + t + ".ops, namespace), name).default" + eol + eol + "    return define" +
+      eol;
+  std::string definition = "@_graphmend_runtime_op(\"" + op + "\", \"(Tensor test) -> ()\")" + eol + "def " + py +
+                           "(test):" + eol + "    \"\"\"`" + (negated ? "if not <test>" : "if <test>") + ": raise` of `" +
+                           fn->qualified_name + "`, raised inside the compiled graph (graphmend " +
+                           std::string(ctx.finding.rule->code) + ").\"\"\"" + eol + body + eol + eol;
+  std::string call = py + "(" + text(doc, condition) + ")";
+  if (!static_guard.empty()) call = "if " + static_guard + ":" + eol + indent_step(indentation_of(doc, node)) + call;
+
+  Fix fix;
+  fix.applicability = Applicability::Unsafe;
+  fix.title = "Raise `" + text(doc, exc) +
+              "` from an operator that runs inside the compiled graph (same class and message, no break); unsafe: "
+              "when it raises, state changed in place earlier in the same graph (BatchNorm running statistics in "
+              "training, in-place updates of inputs or buffers) is not written back under AOTAutograd backends "
+              "such as aot_eager, where the original kept it";
+  if (torch.import_edit) fix.edits.push_back(*torch.import_edit);  // first: the definitions call torch
+  fix.edits.push_back({node_range(node), call});
+  if (doc.text().find("def _graphmend_runtime_op(") == std::string::npos)
+    fix.edits.push_back({{helper_at, helper_at}, helper});
+  fix.edits.push_back({{define_at, define_at}, definition});
+  return fix;
+}
+
+}  // namespace
+
+const Transform& transform_raise_in_graph() {
+  static const Transform t{"raise-in-graph", {"GM301"}, apply};
+  return t;
+}
+
+}  // namespace graphmend
