@@ -192,6 +192,29 @@ def _flat_tensors(torch, tree):
     return [leaf for leaf in pytree.tree_leaves(tree) if isinstance(leaf, torch.Tensor)]
 
 
+def python_operators(torch, program):
+    """Operators of the exported graph whose kernel is Python (`torch.library.custom_op`, the operators of
+    graphmend's runtime-effect fixes): an AOTInductor package calls them back through its proxy executor,
+    which needs a Python interpreter that imported the module defining them; the C++ runner has none."""
+    try:
+        from torch._library.custom_ops import OPDEFS
+    except ImportError:  # a torch without the registry: graphmend's own namespaces are still recognised
+        OPDEFS = {}
+    found = set()
+    for node in program.graph.nodes:
+        if node.op != "call_function":
+            continue
+        target = node.target
+        if getattr(target, "__name__", "") == "with_effects" and len(node.args) > 1:  # an ordered-effect call
+            target = node.args[1]
+        if not isinstance(target, torch._ops.OpOverload):
+            continue
+        qualname = target._schema.name
+        if qualname in OPDEFS or qualname.split("::")[0].startswith("graphmend_"):
+            found.add(qualname)
+    return sorted(found)
+
+
 def run_deploy(spec, result, prepare_model, compare):
     """`prepare_model(spec)` returns (fn, args, kwargs) on the device with the saved weights and inputs,
     in eval mode; `compare(a, b, rtol, atol)` is the validator's comparison."""
@@ -208,7 +231,7 @@ def run_deploy(spec, result, prepare_model, compare):
 
     deploy = {"exported": False, "export_mode": None, "export_error": None, "packaged": False,
               "package_error": None, "cpp_ran": False, "cpp_error": None, "outputs_match": None,
-              "max_abs_diff": None, "cpp_latency_ms": None}
+              "max_abs_diff": None, "cpp_latency_ms": None, "python_operators": []}
     result["deploy"] = deploy
     program = None
     for strict in (True, False):
@@ -234,6 +257,7 @@ def run_deploy(spec, result, prepare_model, compare):
         deploy["export_error"] = first["error"] + (f" (at {first['file']}:{first['line']})" if first["file"] else "")
         return
 
+    deploy["python_operators"] = python_operators(torch, program)
     folder = os.path.dirname(spec["result_path"])
     package = os.path.join(folder, "model.pt2")
     started = time.perf_counter()
@@ -262,6 +286,11 @@ def run_deploy(spec, result, prepare_model, compare):
                             max(1, spec["iters"]))
     except DeployError as exc:
         deploy["cpp_error"] = str(exc)
+        if deploy["python_operators"]:
+            deploy["cpp_error"] = (
+                "the graph calls operators implemented in Python (" + ", ".join(deploy["python_operators"]) +
+                "), which a process without Python cannot run: load Python and the module that defines them "
+                "before the package, or deploy the unfixed code; the runner said: " + deploy["cpp_error"])
         return
     deploy["cpp_ran"] = True
     deploy["cpp_latency_ms"] = timing["median_ms"]

@@ -158,3 +158,26 @@ def test_deploy_is_in_the_help():
     done = subprocess.run([BIN, "validate", "--help"], capture_output=True, text=True, timeout=60)
     assert "--deploy" in done.stdout and "4 (--deploy)" in done.stdout
 
+
+
+def test_python_operators_of_a_fix_are_named_when_cpp_cannot_run_them(deployed, cache_dir, tmp_path):
+    """GM301's raise-in-graph fix exports and packages, but its operator is Python: the C++ run fails, and the
+    report says why and what a deployment needs (docs/fix-safety.md, "Runtime effects in the graph")."""
+    fixed = tmp_path / "guarded.py"
+    fixed.write_text((TARGETS / "guarded.py").read_text())
+    done = subprocess.run([str(BIN), "check", "--fix", "--unsafe-fixes", "--exit-zero", "-q", str(fixed)],
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0 and "_graphmend_runtime_op" in fixed.read_text(), done.stderr
+    env = base_env(GRAPHMEND_CACHE_DIR=cache_dir, PYTHONPATH=VALIDATOR_DIR)
+    done = subprocess.run([PY, "-m", "graphmend_validator", "validate", f"{TARGETS / 'guarded.py'}::make", "--fixed",
+                           str(fixed), "--deploy", "--repeats", "1", "--backend", "eager", "--threads", "1"],
+                          capture_output=True, text=True, env=env, timeout=900)
+    assert done.returncode == 4, done.stdout + done.stderr
+    out = json.loads(done.stdout)
+    assert out["original"]["graph_break_count"] >= 1 and out["fixed"]["graph_break_count"] == 0
+    arm = out["deploy"]["fixed"]
+    assert arm["exported"] is True and arm["packaged"] is True and arm["cpp_ran"] is False
+    assert len(arm["python_operators"]) == 1 and arm["python_operators"][0].startswith("graphmend_")
+    assert "operators implemented in Python (graphmend_" in arm["cpp_error"]
+    assert "load Python and the module that defines them" in arm["cpp_error"]
+    assert out["deploy"]["original"]["python_operators"] == [] and out["deployable"] is False
