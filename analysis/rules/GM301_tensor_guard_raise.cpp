@@ -16,8 +16,8 @@ const RuleInfo kInfo{
     .fix_summary =
         "An unsafe fix (`--unsafe-fixes`): the test is passed to a custom operator, defined once per process in "
         "the fixed file, that raises the same exception (class, message, `from None`) inside the compiled graph "
-        "at run time, with no break. Where the message or class reads values of the function (an f-string over "
-        "the input), the fallback is `torch._assert_async` under compile, which raises RuntimeError.",
+        "at run time, with no break. Where the message or class reads other values of the function (an f-string "
+        "over the input), the fallback is `torch._assert_async` under compile, which raises RuntimeError.",
     .example_bad = "if torch.isinf(x).any():\n    raise ValueError('inf in activations')",
     .example_good =
         "@_graphmend_runtime_op(\"raise_if_3f0c9a21d7e4\", \"(Tensor test) -> ()\")\n"
@@ -32,8 +32,9 @@ const RuleInfo kInfo{
         "operator); the original broke the graph before its test and kept them. Otherwise the operator keeps "
         "the class, message, arguments and `from None` on every backend, static and dynamic shapes, eval and "
         "train, with the on-disk caches on (an ordered effect, so it is never dropped; its name carries a hash "
-        "of what it does). It needs literal messages and a class the module resolves the same way; a test with "
-        "`and`/`or`/`not` inside, an f-string message or a `from <value>` cause gets the fallback, "
+        "of what it does). It needs literal messages, or an f-string over values the tensor test reads (formatted "
+        "at the call), and a class the module resolves the same way; a test with `and`/`or`/`not` inside, "
+        "another f-string or a `from <value>` cause gets the fallback, "
         "`torch._assert_async` under compile: RuntimeError instead of the original class, the literal message "
         "or a fixed text naming the test, no cause, and on CUDA an asynchronous device-side assert that poisons "
         "the CUDA context. Both are refused inside a `try` with handlers, for a bare `raise`, and where `torch` "

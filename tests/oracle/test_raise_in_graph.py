@@ -32,13 +32,14 @@ SOURCE = textwrap.dedent('''\
         def __init__(self):
             super().__init__()
             self.lin = nn.Linear(4, 4)
+            self.limit = 10000  # an int: a float attribute is symbolic under dynamic=True (see below)
 
         def forward(self, x):
             y = self.lin(x)
             if not torch.isfinite(y).all():
                 raise GuardError("non-finite activations", 4) from None
-            if (y.abs() > 1e4).any():
-                raise ValueError("activation too large")
+            if (y.abs() > self.limit).any():  # the message is formatted at the call: the test reads self.limit
+                raise ValueError(f"activation above {self.limit}")
             return y.relu()
 
 
@@ -159,7 +160,7 @@ def test_a_module_imported_twice_reuses_its_operators(fixed_path):
     importlib.util.spec_from_file_location(first.__name__, fixed_path).loader.exec_module(first)
     second = load_fixture(fixed_path)  # another name: operators in another namespace
     for module in (first, second):
-        with pytest.raises(ValueError, match="activation too large"):
+        with pytest.raises(ValueError, match="activation above 10000"):
             torch.compile(module.Model(), backend="aot_eager", fullgraph=True)(torch.full((2, 4), 1e6))
     torch._dynamo.reset()
 
@@ -169,7 +170,7 @@ def test_torch_export_keeps_the_operator(fixed_path):
     ep = torch.export.export(module.Model().eval(), (torch.randn(3, 4),))
     targets = [str(n.target) for n in ep.graph.nodes if n.op == "call_function"]
     assert sum("graphmend_" in t and "raise_if_" in t for t in targets) == 2, targets
-    with pytest.raises(ValueError, match="activation too large"):
+    with pytest.raises(ValueError, match="activation above 10000"):
         ep.module()(torch.full((3, 4), 1e6))
 
 
@@ -198,7 +199,7 @@ def test_inductor_caches_never_drop_the_guard(fixed_path, tmp_path, caches):
     runs = [subprocess.run([sys.executable, str(probe), str(fixed_path.parent), caches], capture_output=True,
                            text=True, env=env, timeout=300) for _ in range(2 if caches == "on" else 1)]
     for run in runs:
-        assert run.stdout.startswith("raised activation too large"), run.stdout + run.stderr
+        assert run.stdout.startswith("raised activation above 10000"), run.stdout + run.stderr
     if caches == "on":
         assert runs[1].stdout.split()[-1] != "0", "the second process did not read the cache: " + runs[1].stdout
 
@@ -258,3 +259,46 @@ def test_fact_state_changed_before_a_failing_guard_is_not_written_back(tmp_path)
     with pytest.raises(ValueError, match="outlier"):
         exported(x)
     assert not torch.equal(before, exported.bn.running_mean)
+
+
+FLOAT_SOURCE = textwrap.dedent('''\
+    import torch
+    from torch import nn
+
+
+    class Model(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.limit = 2.5
+
+        def forward(self, x):
+            if (x > self.limit).any():
+                raise ValueError(f"above {self.limit}")
+            return x * 2
+
+
+    def example():
+        return Model(), (torch.randn(3),)
+''')
+
+
+def test_fact_a_float_attribute_in_the_message_is_symbolic_under_dynamic_shapes(tmp_path):
+    """Under dynamic=True a float attribute of a module is a SymFloat, and Dynamo cannot format one into the
+    message at the call (BUILD_STRING): the break stays there, the behaviour is the original's."""
+    fixed = load_fixture(_write_and_fix(tmp_path, "floaty.py", FLOAT_SOURCE))
+    assert "_graphmend_raise_if_" in (tmp_path / "floaty.py").read_text()
+    model = fixed.Model()
+    for dynamic in (False, True):
+        torch._dynamo.reset()
+        compiled = torch.compile(model, backend="eager", dynamic=dynamic)
+        assert torch.equal(compiled(torch.ones(3)), torch.full((3,), 2.0))
+        with pytest.raises(ValueError, match=r"^above 2\.5$"):
+            compiled(torch.full((3,), 3.0))
+        torch._dynamo.reset()
+        full = torch.compile(model, backend="eager", dynamic=dynamic, fullgraph=True)
+        if dynamic:
+            with pytest.raises(torch._dynamo.exc.Unsupported, match="BUILD_STRING"):
+                full(torch.ones(3))
+        else:
+            assert torch.equal(full(torch.ones(3)), torch.full((3,), 2.0))
+    torch._dynamo.reset()

@@ -21,6 +21,7 @@
 // in-place updates of inputs or buffers) is written back by AOTAutograd's runtime wrapper only after the
 // graph returns, so aot_eager loses it (Inductor and torch.export kept it where tried, but nothing orders
 // those writes against the operator). The original broke the graph before the test and kept them.
+#include <algorithm>
 #include <cstdint>
 #include <cstdio>
 
@@ -66,20 +67,70 @@ bool is_module_level_name(const Document& doc, const FunctionInfo* fn, TSNode n)
   return false;
 }
 
-// Why the raised expression cannot be re-evaluated inside the operator's body, at module level.
-std::string why_not_closed(const Document& doc, const FunctionInfo* fn, TSNode exc) {
+// `self.config.vocab_size`, `n`: a name or a chain of attributes of one.
+bool is_attribute_chain(TSNode n) {
+  if (is_type(n, "identifier")) return true;
+  return is_type(n, "attribute") && is_attribute_chain(field(n, "object"));
+}
+
+void collect_chains(const Document& doc, TSNode n, std::vector<std::string>& out) {
+  if (is_attribute_chain(n)) out.emplace_back(doc.node_text(n));
+  for (TSNode c : named_children(n)) collect_chains(doc, c, out);
+}
+
+void collect_interpolations(TSNode n, std::vector<TSNode>& out) {
+  if (is_type(n, "interpolation")) out.push_back(n);
+  for (TSNode c : named_children(n)) collect_interpolations(c, out);
+}
+
+// The raise expression the operator's body re-evaluates, at module level: literals stay; one f-string
+// message may be formatted at the call instead, when every value it interpolates is a Python value Dynamo
+// knows (a name or attribute chain) that the tensor test itself has just read (`labels.max() >=
+// self.config.vocab_size` then `f"... {self.config.vocab_size}"`): formatting it on every call adds only
+// reads that have just succeeded, and the text is the one the original would have raised. `why` says what
+// is missing; `message` is the f-string, passed to the operator as its `message` argument.
+struct RaisedExpression {
+  std::string body_text;  // the expression, with the f-string replaced by `message`
+  std::string message;
+  std::string why;
+};
+
+RaisedExpression closed_raise(const Document& doc, const SemanticModel& model, const FunctionInfo* fn, TSNode exc,
+                              TSNode tensor_test) {
+  RaisedExpression out;
   TSNode cls = is_type(exc, "call") ? field(exc, "function") : exc;
-  if (!is_module_level_name(doc, fn, cls))
-    return "the exception class `" + text(doc, cls) + "` is not a name the module resolves the same way";
-  if (!is_type(exc, "call")) return "";
+  if (!is_module_level_name(doc, fn, cls)) {
+    out.why = "the exception class `" + text(doc, cls) + "` is not a name the module resolves the same way";
+    return out;
+  }
+  out.body_text = text(doc, exc);
+  if (!is_type(exc, "call")) return out;
+  std::vector<std::string> read_by_test;
+  collect_chains(doc, tensor_test, read_by_test);
   for (TSNode a : named_children(field(exc, "arguments"))) {
     if (is_type(a, "comment")) continue;
     TSNode value = is_type(a, "keyword_argument") ? field(a, "value") : a;
-    if (!is_closed_literal(doc, value))
-      return "the exception's argument `" + text(doc, a) +
-             "` reads values of the function (only literals are re-created inside the operator yet)";
+    if (is_closed_literal(doc, value)) continue;
+    std::vector<TSNode> parts;
+    if (is_type(value, "string") && out.message.empty()) collect_interpolations(value, parts);
+    bool formatted_at_call = !parts.empty();
+    for (TSNode part : parts) {
+      TSNode e = named_child(part, 0);
+      std::string e_text(doc.node_text(e));
+      formatted_at_call = formatted_at_call && is_attribute_chain(e) && model.kind_of(e, *fn) == ValueKind::Static &&
+                          std::find(read_by_test.begin(), read_by_test.end(), e_text) != read_by_test.end();
+    }
+    if (!formatted_at_call) {
+      out.why = "the exception's argument `" + text(doc, a) +
+                "` reads values of the function that the guard's test does not read (only literals, and f-strings "
+                "over Python values the test reads, are re-created inside the operator)";
+      return out;
+    }
+    out.message = text(doc, value);
+    uint32_t from = ts_node_start_byte(value) - ts_node_start_byte(exc);
+    out.body_text.replace(from, ts_node_end_byte(value) - ts_node_start_byte(value), "message");
   }
-  return "";
+  return out;
 }
 
 // Why `expr` would still need a Python truth test when evaluated as the operator's argument: `and`, `or`,
@@ -126,7 +177,6 @@ TransformResult apply(const TransformContext& ctx) {
   if (named_child_count(raise) == 0)
     return Refusal{"a bare `raise` re-raises the exception being handled, which an operator cannot"};
   TSNode exc = named_child(raise, 0);
-  if (std::string why = why_not_closed(doc, fn, exc); !why.empty()) return Refusal{why};
   TSNode cause = field(raise, "cause");
   if (!ts_node_is_null(cause) && !is_type(cause, "none"))
     return Refusal{"the `from` cause reads a value of the function"};
@@ -146,6 +196,9 @@ TransformResult apply(const TransformContext& ctx) {
   }
   if (ctx.model.kind_of(condition, *fn) != ValueKind::Tensor) return Refusal{"the guard's test is not a tensor"};
   if (std::string why = why_truth_tested(doc, condition); !why.empty()) return Refusal{why};
+  RaisedExpression raised = closed_raise(doc, ctx.model, fn, exc, condition);
+  if (!raised.why.empty()) return Refusal{raised.why};
+  const bool with_message = !raised.message.empty();
 
   TorchName torch = torch_name(doc, ctx.model);
   if (auto why = why_torch_unusable(doc, ctx.model, nullptr, torch); !why.empty()) return Refusal{why};
@@ -158,31 +211,47 @@ TransformResult apply(const TransformContext& ctx) {
 
   std::string eol(detect_line_ending(doc.text()));
   std::string body = std::string("    if ") + (negated ? "not " : "") + "test:" + eol + "        raise " +
-                     text(doc, exc) + (ts_node_is_null(cause) ? "" : " from None") + eol;
+                     raised.body_text + (ts_node_is_null(cause) ? "" : " from None") + eol;
   std::string op = "raise_if_" + behaviour_hash(body);
   std::string py = "_graphmend_" + op;
-  if (doc.text().find("def " + py + "(") != std::string::npos)
-    return Refusal{"`" + py + "` is already defined in this file"};
+  // The same body elsewhere in the file: the operator exists, with the same behaviour.
+  const bool defined = doc.text().find("def " + py + "(") != std::string::npos;
   const std::string& t = torch.name;
   // Blank lines: two before the helper (it follows the imports), two after each definition (a top-level
   // statement follows it); the blank lines already there stay where they were.
   std::string helper =
       eol + eol + "def _graphmend_runtime_op(name, schema):" + eol +
       "    \"\"\"Defines the decorated function once per process as an operator that runs inside the compiled graph," +
-      eol + "    at run time and in program order (an ordered effect, never dropped for having no output).\"\"\"" + eol +
-      "    from " + t + "._library.effects import EffectType" + eol + eol + "    def define(fn):" + eol +
+      eol + "    at run time and in program order (an ordered effect, never dropped for having no output).\"\"\"" +
+      eol + "    from " + t + "._library.effects import EffectType" + eol + eol + "    def define(fn):" + eol +
       "        namespace = \"graphmend_\" + \"\".join(c if c.isalnum() else \"_\" for c in __name__)" + eol +
       "        if not hasattr(getattr(" + t + ".ops, namespace), name):  # imported twice: the operator exists" + eol +
       "            op = " + t + ".library.custom_op(namespace + \"::\" + name, fn, mutates_args=(), schema=schema)" +
-      eol + "            op.register_fake(lambda *args: None)" + eol + "            op.register_effect(EffectType.ORDERED)" +
-      eol + "        return getattr(getattr(" + t + ".ops, namespace), name).default" + eol + eol + "    return define" +
-      eol;
-  std::string definition = "@_graphmend_runtime_op(\"" + op + "\", \"(Tensor test) -> ()\")" + eol + "def " + py +
-                           "(test):" + eol + "    \"\"\"`" + (negated ? "if not <test>" : "if <test>") + ": raise` of `" +
-                           fn->qualified_name + "`, raised inside the compiled graph (graphmend " +
-                           std::string(ctx.finding.rule->code) + ").\"\"\"" + eol + body + eol + eol;
-  std::string call = py + "(" + text(doc, condition) + ")";
-  if (!static_guard.empty()) call = "if " + static_guard + ":" + eol + indent_step(indentation_of(doc, node)) + call;
+      eol + "            op.register_fake(lambda *args: None)" + eol +
+      "            op.register_effect(EffectType.ORDERED)" + eol + "        return getattr(getattr(" + t +
+      ".ops, namespace), name).default" + eol + eol + "    return define" + eol;
+  std::string schema = with_message ? "(Tensor test, str message) -> ()" : "(Tensor test) -> ()";
+  std::string definition = "@_graphmend_runtime_op(\"" + op + "\", \"" + schema + "\")" + eol + "def " + py +
+                           (with_message ? "(test, message):" : "(test):") + eol + "    \"\"\"`" +
+                           (negated ? "if not <test>" : "if <test>") + ": raise` of `" + fn->qualified_name +
+                           "`, raised inside the compiled graph (graphmend " + std::string(ctx.finding.rule->code) +
+                           ").\"\"\"" + eol + body + eol + eol;
+  std::vector<std::string> comments = comments_in(doc, node);
+  std::string call = py + "(" + text(doc, condition) + (with_message ? ", " + raised.message : "") + ")";
+  // Comments the `if` held stay: each on its own line before the call, in order.
+  std::string call_indent = indentation_of(doc, node);
+  if (!static_guard.empty()) {
+    call_indent = indent_step(call_indent);
+    call = "if " + static_guard + ":" + eol + call_indent + call;
+  }
+  for (auto it = comments.rbegin(); it != comments.rend(); ++it) {
+    if (static_guard.empty()) {
+      call = *it + eol + call_indent + call;
+    } else {
+      std::string head = "if " + static_guard + ":" + eol + call_indent;
+      call = head + *it + eol + call_indent + call.substr(head.size());
+    }
+  }
 
   Fix fix;
   fix.applicability = Applicability::Unsafe;
@@ -195,7 +264,7 @@ TransformResult apply(const TransformContext& ctx) {
   fix.edits.push_back({node_range(node), call});
   if (doc.text().find("def _graphmend_runtime_op(") == std::string::npos)
     fix.edits.push_back({{helper_at, helper_at}, helper});
-  fix.edits.push_back({{define_at, define_at}, definition});
+  if (!defined) fix.edits.push_back({{define_at, define_at}, definition});
   return fix;
 }
 
