@@ -52,6 +52,14 @@ std::string creation_break(RuleContext& ctx, TSNode call, const FunctionInfo& fn
 
 // The first read of `name` after byte `after` in the function's body (nested definitions left out), or a
 // null node when the name is bound again first.
+// `node` is the identifier `name` used as a value: not an attribute's name (`x.adj`) nor a keyword's (`adj=`).
+bool reads_name(const Document& document, TSNode node, const std::string& name) {
+  if (!is_type(node, "identifier") || document.node_text(node) != name) return false;
+  TSNode parent = ts_node_parent(node);
+  if (is_type(parent, "attribute") && !ts_node_eq(field(parent, "object"), node)) return false;
+  return !(is_type(parent, "keyword_argument") && ts_node_eq(field(parent, "name"), node));
+}
+
 TSNode first_read_after(const FunctionInfo& fn, const Document& document, const std::string& name, uint32_t after) {
   TSNode found{};
   walk_preorder(fn.node, [&](TSNode node) {
@@ -59,20 +67,15 @@ TSNode first_read_after(const FunctionInfo& fn, const Document& document, const 
     if (ts_node_end_byte(node) <= after) return Walk::Skip;
     if ((t == "function_definition" || t == "class_definition" || t == "lambda") && !ts_node_eq(node, fn.node))
       return Walk::Skip;
-    if (t != "identifier" || ts_node_start_byte(node) < after || document.node_text(node) != name) return Walk::Descend;
+    if (ts_node_start_byte(node) < after || !reads_name(document, node, name)) return Walk::Descend;
     TSNode parent = ts_node_parent(node);
-    if (is_type(parent, "attribute") && !ts_node_eq(field(parent, "object"), node)) return Walk::Descend;
-    if (is_type(parent, "keyword_argument") && ts_node_eq(field(parent, "name"), node)) return Walk::Descend;
     if (!(is_type(parent, "assignment") && ts_node_eq(field(parent, "left"), node))) {
       found = node;
       return Walk::Stop;
     }
     // Bound again: `adj = adj.coalesce()` reads it first, on the right.
     walk_preorder(field(parent, "right"), [&](TSNode inner) {
-      if (!is_type(inner, "identifier") || document.node_text(inner) != name) return Walk::Descend;
-      TSNode up = ts_node_parent(inner);
-      if (is_type(up, "attribute") && !ts_node_eq(field(up, "object"), inner)) return Walk::Descend;
-      if (is_type(up, "keyword_argument") && ts_node_eq(field(up, "name"), inner)) return Walk::Descend;
+      if (!reads_name(document, inner, name)) return Walk::Descend;
       found = inner;
       return Walk::Stop;
     });

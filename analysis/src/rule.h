@@ -85,9 +85,7 @@ bool is_bool_tensor(const RuleContext& ctx, TSNode expr, const FunctionInfo& fn,
 // through `not` and parentheses and past `self.training`/constant conjuncts. Null when no break is
 // provable (no tensor operand, or a static conjunct such as a dtype test may short-circuit it).
 TSNode breaking_operand(const RuleContext& ctx, TSNode condition, const FunctionInfo& fn);
-// Whether `name` is bound in `fn` or a function around it (a parameter, an assigned or inferred local),
-// so that a module-level name or an import of that name is shadowed there.
-bool bound_in_function(const FunctionInfo& fn, std::string_view name);
+// bound_in_function (semantic.h): `name` is a parameter or local of `fn` or of a function around it.
 // Whether the leftmost name of `call`'s callee (`random` of `random.choice(...)`) is bound in `fn` or a
 // function around it, or the callee starts with something other than a name: then what
 // callee_qualified() says of it does not hold.

@@ -192,19 +192,8 @@ TSNode breaking_operand(const RuleContext& ctx, TSNode condition, const Function
   return ctx.model.kind_of(condition, fn) == ValueKind::Tensor ? condition : TSNode{};
 }
 
-bool bound_in_function(const FunctionInfo& fn, std::string_view name) {
-  const std::string key(name);
-  for (const FunctionInfo* f = &fn; f; f = f->parent) {
-    if (std::find(f->params.begin(), f->params.end(), key) != f->params.end()) return true;
-    if (f->assignments.count(key) || f->locals.count(key)) return true;
-  }
-  return false;
-}
-
 bool callee_shadowed(const RuleContext& ctx, TSNode call, const FunctionInfo& fn) {
-  TSNode callee = unparenthesize(field(call, "function"));
-  while (is_type(callee, "attribute")) callee = unparenthesize(field(callee, "object"));
-  return !is_type(callee, "identifier") || bound_in_function(fn, ctx.text(callee));
+  return callee_root_bound(ctx.document, call, fn);
 }
 
 bool deferred_by_dynamo(const RuleContext& ctx, TSNode callee) {

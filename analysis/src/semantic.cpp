@@ -2081,19 +2081,22 @@ constexpr std::array<std::pair<std::string_view, std::string_view>, 6> kSparseCo
     {"torch.sparse_compressed_tensor", "refused by Dynamo (Sparse tensor creation not supported, GB0374)"},
 }};
 
-// The name a callee starts from (`torch` of `torch.sparse_coo_tensor`) is a parameter or local of the function.
-bool callee_root_bound(const Document& document, TSNode call, const FunctionInfo& fn) {
-  TSNode callee = unparenthesize(field(call, "function"));
-  while (is_type(callee, "attribute")) callee = unparenthesize(field(callee, "object"));
-  if (!is_type(callee, "identifier")) return true;
-  const std::string name(document.node_text(callee));
+}  // namespace
+
+bool bound_in_function(const FunctionInfo& fn, std::string_view name) {
+  const std::string key(name);
   for (const FunctionInfo* f = &fn; f; f = f->parent) {
-    if (std::find(f->params.begin(), f->params.end(), name) != f->params.end()) return true;
-    if (f->assignments.count(name) || f->locals.count(name)) return true;
+    if (std::find(f->params.begin(), f->params.end(), key) != f->params.end()) return true;
+    if (f->assignments.count(key) || f->locals.count(key)) return true;
   }
   return false;
 }
-}  // namespace
+
+bool callee_root_bound(const Document& document, TSNode call, const FunctionInfo& fn) {
+  TSNode callee = unparenthesize(field(call, "function"));
+  while (is_type(callee, "attribute")) callee = unparenthesize(field(callee, "object"));
+  return !is_type(callee, "identifier") || bound_in_function(fn, document.node_text(callee));
+}
 
 std::string_view sparse_constructor_break(std::string_view qualified) {
   for (const auto& [name, why] : kSparseConstructors)

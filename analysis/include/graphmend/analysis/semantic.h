@@ -492,6 +492,13 @@ class SemanticModel {
   std::vector<uint32_t> compile_call_starts_;
 };
 
+// Whether `name` is bound in `fn` or a function around it (a parameter, an assigned or inferred local),
+// so that a module-level name or an import of that name is shadowed there.
+bool bound_in_function(const FunctionInfo& fn, std::string_view name);
+// Whether the leftmost name of `call`'s callee (`torch` of `torch.sparse_coo_tensor(...)`) is bound in `fn`
+// or a function around it, or the callee starts with something other than a name.
+bool callee_root_bound(const Document& document, TSNode call, const FunctionInfo& fn);
+
 // Small tree-sitter helpers shared by rules and transforms.
 TSNode field(TSNode node, const char* name);
 std::string_view type_of(TSNode node);
