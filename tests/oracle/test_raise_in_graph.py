@@ -159,7 +159,10 @@ def test_a_module_imported_twice_reuses_its_operators(fixed_path):
     # the operators exist and are reused, not defined again.
     importlib.util.spec_from_file_location(first.__name__, fixed_path).loader.exec_module(first)
     second = load_fixture(fixed_path)  # another name: operators in another namespace
-    for module in (first, second):
+    spec = importlib.util.spec_from_file_location("run-path módulo.guarded", fixed_path)  # not an identifier
+    third = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(third)
+    for module in (first, second, third):
         with pytest.raises(ValueError, match="activation above 10000"):
             torch.compile(module.Model(), backend="aot_eager", fullgraph=True)(torch.full((2, 4), 1e6))
     torch._dynamo.reset()

@@ -116,6 +116,10 @@ RaisedExpression closed_raise(const Document& doc, const SemanticModel& model, c
     bool formatted_at_call = !parts.empty();
     for (TSNode part : parts) {
       TSNode e = named_child(part, 0);
+      if (ts_node_is_null(e)) {
+        formatted_at_call = false;
+        break;
+      }
       std::string e_text(doc.node_text(e));
       formatted_at_call = formatted_at_call && is_attribute_chain(e) && model.kind_of(e, *fn) == ValueKind::Static &&
                           std::find(read_by_test.begin(), read_by_test.end(), e_text) != read_by_test.end();
@@ -224,12 +228,13 @@ TransformResult apply(const TransformContext& ctx) {
       "    \"\"\"Defines the decorated function once per process as an operator that runs inside the compiled graph," +
       eol + "    at run time and in program order (an ordered effect, never dropped for having no output).\"\"\"" +
       eol + "    from " + t + "._library.effects import EffectType" + eol + eol + "    def define(fn):" + eol +
-      "        namespace = \"graphmend_\" + \"\".join(c if c.isalnum() else \"_\" for c in __name__)" + eol +
-      "        if not hasattr(getattr(" + t + ".ops, namespace), name):  # imported twice: the operator exists" + eol +
-      "            op = " + t + ".library.custom_op(namespace + \"::\" + name, fn, mutates_args=(), schema=schema)" +
-      eol + "            op.register_fake(lambda *args: None)" + eol +
-      "            op.register_effect(EffectType.ORDERED)" + eol + "        return getattr(getattr(" + t +
-      ".ops, namespace), name).default" + eol + eol + "    return define" + eol;
+      "        namespace = \"graphmend_\" + \"\".join(c if c.isascii() and c.isalnum() else \"_\" for c in __name__)" +
+      eol + "        if not hasattr(getattr(" + t + ".ops, namespace), name):  # imported twice: the operator exists" +
+      eol + "            op = " + t +
+      ".library.custom_op(namespace + \"::\" + name, fn, mutates_args=(), schema=schema)" + eol +
+      "            op.register_fake(lambda *args: None)" + eol + "            op.register_effect(EffectType.ORDERED)" +
+      eol + "        return getattr(getattr(" + t + ".ops, namespace), name).default" + eol + eol +
+      "    return define" + eol;
   std::string schema = with_message ? "(Tensor test, str message) -> ()" : "(Tensor test) -> ()";
   std::string definition = "@_graphmend_runtime_op(\"" + op + "\", \"" + schema + "\")" + eol + "def " + py +
                            (with_message ? "(test, message):" : "(test):") + eol + "    \"\"\"`" +
