@@ -50,8 +50,6 @@ std::string creation_break(RuleContext& ctx, TSNode call, const FunctionInfo& fn
   return "`" + q + "` creates a sparse tensor, " + std::string(why) + ": it breaks the graph here.";
 }
 
-// The first read of `name` after byte `after` in the function's body (nested definitions left out), or a
-// null node when the name is bound again first.
 // `node` is the identifier `name` used as a value: not an attribute's name (`x.adj`) nor a keyword's (`adj=`).
 bool reads_name(const Document& document, TSNode node, const std::string& name) {
   if (!is_type(node, "identifier") || document.node_text(node) != name) return false;
@@ -60,6 +58,8 @@ bool reads_name(const Document& document, TSNode node, const std::string& name) 
   return !(is_type(parent, "keyword_argument") && ts_node_eq(field(parent, "name"), node));
 }
 
+// The first read of `name` after byte `after` in the function's body (nested definitions left out), or a
+// null node when the name is bound again first.
 TSNode first_read_after(const FunctionInfo& fn, const Document& document, const std::string& name, uint32_t after) {
   TSNode found{};
   walk_preorder(fn.node, [&](TSNode node) {

@@ -22,16 +22,10 @@ using namespace fixes;
 
 TransformResult apply(const TransformContext& ctx) {
   const Document& doc = ctx.document;
-  TSNode node = enclosing(doc, ctx.finding.range, {"if_statement", "elif_clause"});
-  if (ts_node_is_null(node)) return Refusal{"no if statement around the guard"};
-  if (is_type(node, "elif_clause")) return Refusal{"guards in an elif are not rewritten yet"};
-  const FunctionInfo* fn = ctx.model.function_containing(node);
-  if (!fn) return Refusal{"the guard is not inside a function"};
-  uint32_t n = ts_node_named_child_count(node);
-  for (uint32_t i = 0; i < n; ++i) {
-    TSNode c = ts_node_named_child(node, i);
-    if (is_type(c, "elif_clause") || is_type(c, "else_clause")) return Refusal{"the guard has other branches"};
-  }
+  GuardStatement guard = guard_statement(doc, ctx.model, ctx.finding.range);
+  if (!guard.refusal.empty()) return Refusal{guard.refusal};
+  TSNode node = guard.node;
+  const FunctionInfo* fn = guard.fn;
   for (TSNode p = ts_node_parent(node); !ts_node_is_null(p) && !is_type(p, "function_definition");
        p = ts_node_parent(p)) {
     if (!is_type(p, "try_statement")) continue;

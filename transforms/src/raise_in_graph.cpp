@@ -152,13 +152,10 @@ std::string why_truth_tested(const Document& doc, TSNode expr) {
 
 TransformResult apply(const TransformContext& ctx) {
   const Document& doc = ctx.document;
-  TSNode node = enclosing(doc, ctx.finding.range, {"if_statement", "elif_clause"});
-  if (ts_node_is_null(node)) return Refusal{"no if statement around the guard"};
-  if (is_type(node, "elif_clause")) return Refusal{"guards in an elif are not rewritten yet"};
-  const FunctionInfo* fn = ctx.model.function_containing(node);
-  if (!fn) return Refusal{"the guard is not inside a function"};
-  for (TSNode c : named_children(node))
-    if (is_type(c, "elif_clause") || is_type(c, "else_clause")) return Refusal{"the guard has other branches"};
+  GuardStatement guard = guard_statement(doc, ctx.model, ctx.finding.range);
+  if (!guard.refusal.empty()) return Refusal{guard.refusal};
+  TSNode node = guard.node;
+  const FunctionInfo* fn = guard.fn;
   for (TSNode p = ts_node_parent(node); !ts_node_is_null(p) && !is_type(p, "function_definition");
        p = ts_node_parent(p)) {
     if (is_type(p, "except_clause") || is_type(p, "except_group_clause") || is_type(p, "finally_clause"))
@@ -241,22 +238,12 @@ TransformResult apply(const TransformContext& ctx) {
                            (negated ? "if not <test>" : "if <test>") + ": raise` of `" + fn->qualified_name +
                            "`, raised inside the compiled graph (graphmend " + std::string(ctx.finding.rule->code) +
                            ").\"\"\"" + eol + body + eol + eol;
-  std::vector<std::string> comments = comments_in(doc, node);
-  std::string call = py + "(" + text(doc, condition) + (with_message ? ", " + raised.message : "") + ")";
   // Comments the `if` held stay: each on its own line before the call, in order.
-  std::string call_indent = indentation_of(doc, node);
-  if (!static_guard.empty()) {
-    call_indent = indent_step(call_indent);
-    call = "if " + static_guard + ":" + eol + call_indent + call;
-  }
-  for (auto it = comments.rbegin(); it != comments.rend(); ++it) {
-    if (static_guard.empty()) {
-      call = *it + eol + call_indent + call;
-    } else {
-      std::string head = "if " + static_guard + ":" + eol + call_indent;
-      call = head + *it + eol + call_indent + call.substr(head.size());
-    }
-  }
+  std::string call_indent = static_guard.empty() ? indentation_of(doc, node) : indent_step(indentation_of(doc, node));
+  std::string call;
+  for (const std::string& comment : comments_in(doc, node)) call += comment + eol + call_indent;
+  call += py + "(" + text(doc, condition) + (with_message ? ", " + raised.message : "") + ")";
+  if (!static_guard.empty()) call = "if " + static_guard + ":" + eol + call_indent + call;
 
   Fix fix;
   fix.applicability = Applicability::Unsafe;

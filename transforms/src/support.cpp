@@ -124,6 +124,22 @@ bool defined_before(const Document& doc, const FunctionInfo& fn, const std::stri
   return false;
 }
 
+GuardStatement guard_statement(const Document& doc, const SemanticModel& model, ByteRange finding_range) {
+  GuardStatement out;
+  out.node = enclosing(doc, finding_range, {"if_statement", "elif_clause"});
+  if (ts_node_is_null(out.node)) {
+    out.refusal = "no if statement around the guard";
+  } else if (is_type(out.node, "elif_clause")) {
+    out.refusal = "guards in an elif are not rewritten yet";
+  } else if (out.fn = model.function_containing(out.node); !out.fn) {
+    out.refusal = "the guard is not inside a function";
+  } else {
+    for (TSNode c : named_children(out.node))
+      if (is_type(c, "elif_clause") || is_type(c, "else_clause")) out.refusal = "the guard has other branches";
+  }
+  return out;
+}
+
 std::vector<std::string> comments_in(const Document& doc, TSNode node) {
   std::vector<std::string> out;
   std::function<void(TSNode)> visit = [&](TSNode n) {

@@ -53,6 +53,14 @@ uint32_t after_imports_offset(const Document& doc);
 // `name` is bound before `stmt` on every path: a parameter, or assigned by a statement of an enclosing
 // block that precedes `stmt`.
 bool defined_before(const Document& doc, const FunctionInfo& fn, const std::string& name, TSNode stmt);
+// The `if` statement a runtime-guard finding (GM301) is about, and the function holding it, for the guard
+// fixes: a plain `if` without `elif`/`else`, inside a function. `refusal` says why not, otherwise empty.
+struct GuardStatement {
+  TSNode node{};
+  const FunctionInfo* fn = nullptr;
+  std::string refusal;
+};
+GuardStatement guard_statement(const Document& doc, const SemanticModel& model, ByteRange finding_range);
 // Comments inside `node`, in order, each as its source text.
 std::vector<std::string> comments_in(const Document& doc, TSNode node);
 
