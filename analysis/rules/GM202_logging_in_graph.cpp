@@ -16,17 +16,28 @@ const RuleInfo kInfo{
         "Logger methods have side effects (handlers, streams, files) that Dynamo does not trace: a call to "
         "`logger.info` and friends breaks the graph.",
     .registry_id = "GB0291",
-    .fix_summary = "The call is deferred after the graph with the same arguments, order and logger.",
-    .example_bad = "logger.info('step %d', step)",
-    .example_good = "# deferred: registered with torch._dynamo.config.reorderable_logging_functions",
+    .fix_summary =
+        "The record is emitted inside the graph by a custom operator (in the torch.compile entry: the "
+        "call is deferred after the graph), with the same logger, level, message, arguments and order.",
+    .example_bad = "logger.info('step on %d rows', x.size(0))",
+    .example_good = "_graphmend_log_<hash>(x, x.size(0))  # emits the same record inside the graph",
     .fixable = true,
     .fix_safety =
-        "In the torch.compile entry function: the call is deferred through a module-level wrapper that keeps "
-        "the message, arguments, level, logger, the caller's file and line (`stacklevel=2`), the count and "
-        "the order; refused when any statement after it prints, logs without deferral or may raise (the "
-        "deferred call would move past it, or be lost with the exception). Elsewhere (inlined frames, where "
-        "Dynamo 2.13 drops deferred calls) the only fix is unsafe: the call is skipped while compiling, so "
-        "under torch.compile the message is not emitted.",
+        "In frames Dynamo inlines (a module's forward, helpers): the call becomes a custom operator "
+        "(log-in-graph) that runs inside the graph, in program order, and emits the record through the "
+        "logger's own isEnabledFor, makeRecord and handle: same logger, level, message, arguments, function, "
+        "count and order, with the file and line of the operator's call (read from the module's code at "
+        "import). Taken: literals, sizes (`x.size(1)`), an f-string message over Python values Dynamo knows; "
+        "refused: tensor arguments (under compile an operator's input has no `grad_fn`, so its text would "
+        "differ), keyword arguments (`exc_info`, `stack_info`, `extra`), `logger.exception`/`log`/`warn`, "
+        "functions without a tensor parameter (Inductor needs a tensor input to keep such an operator in "
+        "order), the root logger's module functions. Such operators are Python code: an AOTInductor package "
+        "cannot run them (the validator's deploy section says so). In the torch.compile entry function itself "
+        "the call is deferred through a module-level wrapper registered in Dynamo's "
+        "reorderable_logging_functions, which keeps the message, arguments, level, logger, the caller's file "
+        "and line (`stacklevel=2`), the count and the order; refused when any statement after it prints, logs "
+        "without deferral or may raise. Where neither applies, the only fix is unsafe: the call is skipped "
+        "while compiling, so under torch.compile the message is not emitted.",
 };
 
 constexpr std::array<std::string_view, 9> kMethods{"debug",     "info",     "warning", "warn", "error",

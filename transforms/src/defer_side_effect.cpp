@@ -20,8 +20,6 @@ using namespace fixes;
 
 const char* kRegistry = "._dynamo.config.reorderable_logging_functions.add(";
 
-bool is_shape_int(const Document& doc, const SemanticModel& model, const FunctionInfo& fn, TSNode a);
-
 // Arguments Dynamo can replay: literals, f-strings over tensors, tensors not changed in place later.
 std::string why_not_replayable(const Document& doc, const SemanticModel& model, const FunctionInfo& fn, TSNode call,
                                bool allow_print_keywords) {
@@ -127,14 +125,6 @@ std::string python_string(const std::string& s) {
   return out + "\"";
 }
 
-bool is_shape_int(const Document& doc, const SemanticModel& model, const FunctionInfo& fn, TSNode a) {
-  // Python ints from shapes (`x.size(1)`, `x.shape[0]`, `len(x)`) are constants to Dynamo; torch.Size is not.
-  return model.kind_of(a, fn) == ValueKind::Static &&
-         ((is_type(a, "subscript") && text(doc, a).find(".shape[") != std::string::npos) ||
-          (is_type(a, "call") && named_child_count(field(a, "arguments")) == 1 &&
-           (text(doc, a).find(".size(") != std::string::npos || text(doc, a).starts_with("len("))));
-}
-
 // Module-level statement defining `name` (`logger = logging.getLogger(__name__)`), or null.
 TSNode module_definition(const Document& doc, const std::string& name) {
   TSNode root = doc.root();
@@ -158,7 +148,7 @@ std::string why_effects_follow(const Document& doc, const SemanticModel& model, 
   auto deferrable = [&](TSNode c) {
     std::string callee = text(doc, field(c, "function"));
     std::string last = callee.substr(callee.rfind('.') + 1);
-    return callee.starts_with("_graphmend_") || callee == "warnings.warn" ||
+    return model.is_deferred(callee) || callee == "warnings.warn" ||
            ((last == "debug" || last == "info" || last == "warning" || last == "error" || last == "warning_once" ||
              last == "info_once") &&
             is_type(field(c, "function"), "attribute") &&

@@ -22,8 +22,6 @@
 // graph returns, so aot_eager loses it (Inductor and torch.export kept it where tried, but nothing orders
 // those writes against the operator). The original broke the graph before the test and kept them.
 #include <algorithm>
-#include <cstdint>
-#include <cstdio>
 
 #include "support.h"
 #include "transform.h"
@@ -31,34 +29,6 @@
 namespace graphmend {
 namespace {
 using namespace fixes;
-
-// FNV-1a, 64 bits: the operator's name changes whenever what it does changes.
-std::string behaviour_hash(std::string_view s) {
-  uint64_t h = 1469598103934665603ULL;
-  for (unsigned char c : s) {
-    h ^= c;
-    h *= 1099511628211ULL;
-  }
-  char buf[17];
-  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(h));
-  return std::string(buf, 12);
-}
-
-// Literals that mean the same wherever they are evaluated (no interpolation, no names).
-bool is_closed_literal(const Document& doc, TSNode n) {
-  std::string_view t = type_of(n);
-  if (t == "integer" || t == "float" || t == "true" || t == "false" || t == "none") return true;
-  if (t == "unary_operator") return is_closed_literal(doc, field(n, "argument"));
-  if (t == "concatenated_string") {
-    for (TSNode c : named_children(n))
-      if (!is_type(c, "comment") && !is_closed_literal(doc, c)) return false;
-    return true;
-  }
-  if (t != "string") return false;
-  for (uint32_t i = 0; i < ts_node_named_child_count(n); ++i)
-    if (is_type(ts_node_named_child(n, i), "interpolation")) return false;
-  return true;
-}
 
 // `E`, `pkg.E`: a class named the same way in the module's namespace (not bound in the function).
 bool is_module_level_name(const Document& doc, const FunctionInfo* fn, TSNode n) {
@@ -217,21 +187,6 @@ TransformResult apply(const TransformContext& ctx) {
   std::string py = "_graphmend_" + op;
   // The same body elsewhere in the file: the operator exists, with the same behaviour.
   const bool defined = doc.text().find("def " + py + "(") != std::string::npos;
-  const std::string& t = torch.name;
-  // Blank lines: two before the helper (it follows the imports), two after each definition (a top-level
-  // statement follows it); the blank lines already there stay where they were.
-  std::string helper =
-      eol + eol + "def _graphmend_runtime_op(name, schema):" + eol +
-      "    \"\"\"Defines the decorated function once per process as an operator that runs inside the compiled graph," +
-      eol + "    at run time and in program order (an ordered effect, never dropped for having no output).\"\"\"" +
-      eol + "    from " + t + "._library.effects import EffectType" + eol + eol + "    def define(fn):" + eol +
-      "        namespace = \"graphmend_\" + \"\".join(c if c.isascii() and c.isalnum() else \"_\" for c in __name__)" +
-      eol + "        if not hasattr(getattr(" + t + ".ops, namespace), name):  # imported twice: the operator exists" +
-      eol + "            op = " + t +
-      ".library.custom_op(namespace + \"::\" + name, fn, mutates_args=(), schema=schema)" + eol +
-      "            op.register_fake(lambda *args: None)" + eol + "            op.register_effect(EffectType.ORDERED)" +
-      eol + "        return getattr(getattr(" + t + ".ops, namespace), name).default" + eol + eol +
-      "    return define" + eol;
   std::string schema = with_message ? "(Tensor test, str message) -> ()" : "(Tensor test) -> ()";
   std::string definition = "@_graphmend_runtime_op(\"" + op + "\", \"" + schema + "\")" + eol + "def " + py +
                            (with_message ? "(test, message):" : "(test):") + eol + "    \"\"\"`" +
@@ -254,7 +209,7 @@ TransformResult apply(const TransformContext& ctx) {
               "such as aot_eager, where the original kept it";
   if (torch.import_edit) fix.edits.push_back(*torch.import_edit);  // first: the definitions call torch
   fix.edits.push_back({node_range(node), call});
-  if (doc.text().find("def _graphmend_runtime_op(") == std::string::npos)
+  if (std::string helper = runtime_op_helper(doc, torch.name, eol); !helper.empty())
     fix.edits.push_back({{helper_at, helper_at}, helper});
   if (!defined) fix.edits.push_back({{define_at, define_at}, definition});
   return fix;

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <cstdint>
+#include <cstdio>
 #include <functional>
 
 namespace graphmend::fixes {
@@ -319,6 +321,58 @@ std::string why_written_in_place_after(const Document& doc, const FunctionInfo& 
   if (found.empty()) return "";
   return "`" + found + "` writes `" + name + "` in place after the select, and the select makes `" + name +
          "` a new tensor where the original may keep the caller's";
+}
+
+bool is_shape_int(const Document& doc, const SemanticModel& model, const FunctionInfo& fn, TSNode a) {
+  return model.kind_of(a, fn) == ValueKind::Static &&
+         ((is_type(a, "subscript") && text(doc, a).find(".shape[") != std::string::npos) ||
+          (is_type(a, "call") && named_child_count(field(a, "arguments")) == 1 &&
+           (text(doc, a).find(".size(") != std::string::npos || text(doc, a).starts_with("len("))));
+}
+
+std::string behaviour_hash(std::string_view behaviour) {
+  uint64_t h = 1469598103934665603ULL;
+  for (unsigned char c : behaviour) {
+    h ^= c;
+    h *= 1099511628211ULL;
+  }
+  char buf[17];
+  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(h));
+  return std::string(buf, 12);
+}
+
+bool is_closed_literal(const Document& doc, TSNode node) {
+  std::string_view t = ts_node_type(node);
+  if (t == "integer" || t == "float" || t == "true" || t == "false" || t == "none") return true;
+  if (t == "unary_operator") return is_closed_literal(doc, field(node, "argument"));
+  if (t == "concatenated_string") {
+    for (TSNode c : named_children(node))
+      if (!is_type(c, "comment") && !is_closed_literal(doc, c)) return false;
+    return true;
+  }
+  if (t != "string") return false;
+  for (uint32_t i = 0; i < ts_node_named_child_count(node); ++i)
+    if (is_type(ts_node_named_child(node, i), "interpolation")) return false;
+  return true;
+}
+
+std::string runtime_op_helper(const Document& doc, const std::string& t, const std::string& eol) {
+  if (doc.text().find("def _graphmend_runtime_op(") != std::string::npos) return "";
+  // `t` is the name torch is bound to (`import torch as T`); an import statement names the module itself.
+  // Two blank lines before the helper (it follows the imports); the blank lines already there stay.
+  return eol + eol + "def _graphmend_runtime_op(name, schema):" + eol +
+         "    \"\"\"Defines the decorated function once per process as an operator that runs inside the compiled "
+         "graph," +
+         eol + "    at run time and in program order (an ordered effect, never dropped for having no output).\"\"\"" +
+         eol + "    from torch._library.effects import EffectType" + eol + eol + "    def define(fn):" + eol +
+         "        namespace = \"graphmend_\" + \"\".join(c if c.isascii() and c.isalnum() else \"_\" for c in "
+         "__name__)" +
+         eol + "        if not hasattr(getattr(" + t +
+         ".ops, namespace), name):  # imported twice: the operator exists" + eol + "            op = " + t +
+         ".library.custom_op(namespace + \"::\" + name, fn, mutates_args=(), schema=schema)" + eol +
+         "            op.register_fake(lambda *args: None)" + eol +
+         "            op.register_effect(EffectType.ORDERED)" + eol + "        return getattr(getattr(" + t +
+         ".ops, namespace), name).default" + eol + eol + "    return define" + eol;
 }
 
 }  // namespace graphmend::fixes

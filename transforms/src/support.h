@@ -64,4 +64,21 @@ GuardStatement guard_statement(const Document& doc, const SemanticModel& model, 
 // Comments inside `node`, in order, each as its source text.
 std::vector<std::string> comments_in(const Document& doc, TSNode node);
 
+// A Python int from a shape (`x.size(1)`, `x.shape[0]`, `len(x)`): a constant to Dynamo (a SymInt under
+// dynamic shapes); torch.Size is not.
+bool is_shape_int(const Document& doc, const SemanticModel& model, const FunctionInfo& fn, TSNode node);
+
+// Runtime operators (raise-in-graph, log-in-graph): plain Python functions defined as torch.library custom
+// operators, which run inside the compiled graph at run time.
+//
+// A short hash of `behaviour` (FNV-1a): an operator's name changes whenever what it does changes, so a graph
+// cached on disk never calls an operator that now does something else.
+std::string behaviour_hash(std::string_view behaviour);
+// A literal that means the same wherever it is evaluated: a number, True/False/None, a string without
+// interpolation (implicitly concatenated ones included), a negated number.
+bool is_closed_literal(const Document& doc, TSNode node);
+// The module-level helper `_graphmend_runtime_op(name, schema)` that defines the operators, with its blank
+// lines, to insert after the imports; empty when the file has it already.
+std::string runtime_op_helper(const Document& doc, const std::string& torch, const std::string& eol);
+
 }  // namespace graphmend::fixes
