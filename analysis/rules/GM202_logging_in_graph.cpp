@@ -20,7 +20,7 @@ const RuleInfo kInfo{
         "The record is emitted inside the graph by a custom operator (in the torch.compile entry: the "
         "call is deferred after the graph), with the same logger, level, message, arguments and order.",
     .example_bad = "logger.info('step on %d rows', x.size(0))",
-    .example_good = "_graphmend_log_<hash>(x, x.size(0))  # emits the same record inside the graph",
+    .example_good = "_graphmend_log_<hash>(torch.empty(0), x.size(0))  # the same record, inside the graph",
     .fixable = true,
     .fix_safety =
         "In frames Dynamo inlines (a module's forward, helpers): the call becomes a custom operator "
@@ -30,8 +30,9 @@ const RuleInfo kInfo{
         "import). Taken: literals, sizes (`x.size(1)`), an f-string message over Python values Dynamo knows; "
         "refused: tensor arguments (under compile an operator's input has no `grad_fn`, so its text would "
         "differ), keyword arguments (`exc_info`, `stack_info`, `extra`), `logger.exception`/`log`/`warn`, "
-        "functions without a tensor parameter (Inductor needs a tensor input to keep such an operator in "
-        "order), the root logger's module functions. Such operators are Python code: an AOTInductor package "
+        "the root logger's module functions. The operator also takes `torch.empty(0)`, read by nothing "
+        "(Inductor 2.13-2.15 miscompiles an effectful operator without tensor inputs at the end of a graph "
+        "built for autograd). Such operators are Python code: an AOTInductor package "
         "cannot run them (the validator's deploy section says so). In the torch.compile entry function itself "
         "the call is deferred through a module-level wrapper registered in Dynamo's "
         "reorderable_logging_functions, which keeps the message, arguments, level, logger, the caller's file "

@@ -125,7 +125,7 @@ def _fields(record):
 
 def _check_places(original_path, fixed_path, want, got):
     """Each record names its file and the line of its call: the logging call in the original, the operator's
-    call in the fixed file, with the same values passed (after `x`, which only orders the operator)."""
+    call in the fixed file, with the same values passed (after `torch.empty(0)`, which only keeps Inductor right)."""
     original_lines = original_path.read_text().splitlines()
     fixed_lines = fixed_path.read_text().splitlines()
     for w, g in zip(want, got):
@@ -134,7 +134,7 @@ def _check_places(original_path, fixed_path, want, got):
         fixed_call = fixed_lines[g.lineno - 1].strip()
         assert original_call.startswith("logger.") and re.match(r"_graphmend_log_[0-9a-f]{12}\(", fixed_call)
         order, _, passed = fixed_call[fixed_call.index("(") + 1 : -1].partition(", ")
-        assert order == "x" and passed in original_call, (original_call, fixed_call)
+        assert order == "torch.empty(0)" and passed in original_call, (original_call, fixed_call)
 
 
 def _pair(original_path, fixed_path, train):
@@ -290,9 +290,9 @@ def test_a_tensor_argument_would_lose_its_autograd_history():
 
 
 def test_fact_inductor_frees_a_buffer_early_without_a_tensor_input():
-    """Why each operator takes a tensor (`order`): torch 2.13-2.15 Inductor, given an effectful operator without
-    tensor inputs at the end of a graph built for autograd, frees a buffer before its last use. When this
-    fails, Inductor is fixed: the `order` argument may then go where such torch is required."""
+    """Why each operator takes a tensor (`order`, `torch.empty(0)` made at the call): torch 2.13-2.15 Inductor,
+    given an effectful operator without tensor inputs at the end of a graph built for autograd, frees a buffer
+    before its last use. When this fails, Inductor is fixed: `order` may then go where such torch is required."""
 
     @torch.library.custom_op("graphmend_test::mark", mutates_args=(), schema="() -> ()")
     def mark():

@@ -9,7 +9,7 @@
 //         """`logger.info` of `Model.forward`, emitted inside the compiled graph (graphmend GM202)."""
 //         _graphmend_log(logger, 20, _graphmend_site_<h>, message, (a1,))
 //     ...
-//         _graphmend_log_<h>(x, f"padded to {self.window}", x.size(1))
+//         _graphmend_log_<h>(torch.empty(0), f"padded to {self.window}", x.size(1))
 //
 // The record is the one the original call made: the same logger, level, message and arguments, and the
 // file, line and function that logging's findCaller would have given (read from the module's compiled code
@@ -18,7 +18,7 @@
 // raise-in-graph (`_graphmend_runtime_op`: an ordered effect, defined once per process, a name that changes
 // with the body); the name also carries the call's place, so each call has its own operator and line.
 //
-// The operator also takes a tensor parameter of the function (`order`), read by nothing: see below.
+// The operator also takes `torch.empty(0)` (`order`), read by nothing: see below.
 // What the operator may take, and why: literals (in its body), Python ints from shapes (`SymInt`), and one
 // f-string message over Python values Dynamo knows (formatted at the call, as the original formatted it,
 // passed as `str`). Tensor arguments are refused: a tensor's text shows its autograd history (`grad_fn=`),
@@ -71,6 +71,12 @@ bool is_known_python_value(const Document& doc, const SemanticModel& model, cons
 
 // Why the f-string `s` cannot be formatted at the call and passed as the message.
 std::string why_not_formattable(const Document& doc, const SemanticModel& model, const FunctionInfo& fn, TSNode s) {
+  if (is_type(s, "concatenated_string")) {  // "a" f"{b}": each part
+    for (TSNode c : named_children(s))
+      if (std::string why = is_type(c, "string") ? why_not_formattable(doc, model, fn, c) : ""; !why.empty())
+        return why;
+    return "";
+  }
   for (TSNode part : named_children(s)) {
     if (!is_type(part, "interpolation")) continue;
     TSNode e = named_child(part, 0);
@@ -121,7 +127,7 @@ TransformResult apply(const TransformContext& ctx) {
       continue;
     }
     std::string param = message ? "message" : "a" + std::to_string(body_args.size());
-    if (message && is_type(a, "string")) {
+    if (message && (is_type(a, "string") || is_type(a, "concatenated_string"))) {
       if (std::string why = why_not_formattable(doc, model, *fn, a); !why.empty()) return Refusal{why};
       schema.push_back("str " + param);
     } else if (!message && is_shape_int(doc, model, *fn, a)) {
@@ -138,25 +144,18 @@ TransformResult apply(const TransformContext& ctx) {
     passed.push_back(text(doc, a));
   }
   if (body_args.empty()) return Refusal{"no message"};
-  // The operator also takes a tensor it reads nothing from: Inductor (torch 2.13 to 2.15) miscompiles an
-  // effectful operator without tensor inputs that ends a graph built for autograd (it frees a buffer before
-  // its last use). A tensor parameter of the function never rebound in it is one on every path.
-  std::string order;
-  for (const std::string& p : fn->params) {
-    auto kind = fn->param_kinds.find(p);
-    if (kind != fn->param_kinds.end() && kind->second == ValueKind::Tensor && !fn->binding_nodes.count(p)) {
-      order = p;
-      break;
-    }
-  }
-  if (order.empty())
-    return Refusal{"the function has no tensor parameter to give the operator (Inductor needs one to keep it in "
-                   "order)"};
+  TorchName torch = torch_name(doc, model);
+  if (auto why = why_torch_unusable(doc, model, fn, torch); !why.empty()) return Refusal{why};
+  // The operator also takes a tensor made at the call and read by nothing (`torch.empty(0)`): Inductor
+  // (torch 2.13 to 2.15) miscompiles an effectful operator without tensor inputs that ends a graph built for
+  // autograd (its code frees a buffer before the last kernel that reads it). A parameter of the function
+  // would not do: it may be None (`x: Optional[Tensor] = None`), and the operator must not fail where the
+  // original did not.
+  const std::string order = torch.name + ".empty(0)";
   params.insert(params.begin(), "order");
   schema.insert(schema.begin(), "Tensor order");
   passed.insert(passed.begin(), order);
 
-  TorchName torch = torch_name(doc, model);
   if (auto why = why_torch_unusable(doc, model, nullptr, torch); !why.empty()) return Refusal{why};
   TSNode top = call;
   while (!ts_node_is_null(ts_node_parent(top)) && !is_type(ts_node_parent(top), "module")) top = ts_node_parent(top);
@@ -174,7 +173,8 @@ TransformResult apply(const TransformContext& ctx) {
   int earlier = 0;
   std::string call_source = text(doc, call);
   for (TSNode n : fn->body_nodes)
-    if (is_type(n, "call") && ts_node_start_byte(n) < ts_node_start_byte(call) && text(doc, n) == call_source) ++earlier;
+    if (is_type(n, "call") && ts_node_start_byte(n) < ts_node_start_byte(call) && text(doc, n) == call_source)
+      ++earlier;
   std::string place = fn->qualified_name + "#" + std::to_string(earlier);
   std::string op = "log_" + behaviour_hash(logger + "." + method + "(" + text(doc, args) + ") at " + place);
   std::string py = "_graphmend_" + op;
@@ -200,9 +200,10 @@ TransformResult apply(const TransformContext& ctx) {
               "    \"\"\"(file, line, function) of the call of `name` in this module, as logging's findCaller reports "
               "a caller," +
               eol + "    read from the module's compiled code while it is imported.\"\"\"" + eol + "    import dis" +
-              eol + "    import sys" + eol + eol + "    pending = [sys._getframe(1).f_code]  # this runs at module level" +
-              eol + "    while pending:" + eol + "        code = pending.pop()" + eol +
-              "        line = code.co_firstlineno" + eol + "        for ins in dis.get_instructions(code):" + eol +
+              eol + "    import sys" + eol + eol +
+              "    pending = [sys._getframe(1).f_code]  # this runs at module level" + eol +
+              "    while pending:" + eol + "        code = pending.pop()" + eol + "        line = code.co_firstlineno" +
+              eol + "        for ins in dis.get_instructions(code):" + eol +
               "            positions = getattr(ins, \"positions\", None)" + eol +
               "            if positions is not None and positions.lineno is not None:" + eol +
               "                line = positions.lineno" + eol +
