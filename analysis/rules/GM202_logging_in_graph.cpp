@@ -20,7 +20,7 @@ const RuleInfo kInfo{
         "The record is emitted inside the graph by a custom operator (in the torch.compile entry: the "
         "call is deferred after the graph), with the same logger, level, message, arguments and order.",
     .example_bad = "logger.info('step on %d rows', x.size(0))",
-    .example_good = "_graphmend_log_<hash>(torch.empty(0), x.size(0))  # the same record, inside the graph",
+    .example_good = "_graphmend_log_<hash>(torch.empty(0), x.size(0))  # same record, in the graph (not exporting)",
     .fixable = true,
     .fix_safety =
         "In frames Dynamo inlines (a module's forward, helpers): the call becomes a custom operator "
@@ -32,8 +32,9 @@ const RuleInfo kInfo{
         "differ), keyword arguments (`exc_info`, `stack_info`, `extra`), `logger.exception`/`log`/`warn`, "
         "the root logger's module functions. The operator also takes `torch.empty(0)`, read by nothing "
         "(Inductor 2.13-2.15 miscompiles an effectful operator without tensor inputs at the end of a graph "
-        "built for autograd). Such operators are Python code: an AOTInductor package "
-        "cannot run them (the validator's deploy section says so). In the torch.compile entry function itself "
+        "built for autograd). Under torch.export the original call runs instead (`if "
+        "torch.compiler.is_exporting():`, false under torch.compile): the exported program holds no Python "
+        "operator and the record is emitted while exporting, as before. In the torch.compile entry function itself "
         "the call is deferred through a module-level wrapper registered in Dynamo's "
         "reorderable_logging_functions, which keeps the message, arguments, level, logger, the caller's file "
         "and line (`stacklevel=2`), the count and the order; refused when any statement after it prints, logs "

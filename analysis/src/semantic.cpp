@@ -3159,6 +3159,12 @@ std::optional<bool> SemanticModel::static_truth_of(TSNode condition, const Funct
     if (auto dot = last.rfind('.'); dot != std::string_view::npos) last = last.substr(dot + 1);
     if (one_of(last, kCompilingChecks)) return true;
     if (last == "is_scripting") return false;
+    // False under torch.compile (torch.export's tracing is the one that sees it true): graphmend's
+    // log-in-graph fix keeps the original call in such a branch for export.
+    if (last == "is_exporting") {
+      auto q = qualified_name(callee);
+      if (text == "torch.compiler.is_exporting" || (q && *q == "torch.compiler.is_exporting")) return false;
+    }
     // torch.jit.is_tracing() is false under Dynamo; transformers' `is_tracing(x)` ("compile or export,
     // torch.jit, torch.fx...") starts with is_torchdynamo_compiling(), so it is true there.
     if (last == "is_tracing") {

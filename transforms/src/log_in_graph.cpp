@@ -9,7 +9,10 @@
 //         """`logger.info` of `Model.forward`, emitted inside the compiled graph (graphmend GM202)."""
 //         _graphmend_log(logger, 20, _graphmend_site_<h>, message, (a1,))
 //     ...
-//         _graphmend_log_<h>(torch.empty(0), f"padded to {self.window}", x.size(1))
+//         if torch.compiler.is_exporting():
+//             logger.info(f"padded to {self.window}: %d", x.size(1))
+//         else:
+//             _graphmend_log_<h>(torch.empty(0), f"padded to {self.window}", x.size(1))
 //
 // The record is the one the original call made: the same logger, level, message and arguments, and the
 // file, line and function that logging's findCaller would have given (read from the module's compiled code
@@ -24,8 +27,10 @@
 // passed as `str`). Tensor arguments are refused: a tensor's text shows its autograd history (`grad_fn=`),
 // which an operator's input does not have, so the message would differ in training. Keyword arguments
 // (`exc_info`, `stack_info`, `extra`, `stacklevel`) are refused: they read the caller's frame or exception.
-// In the torch.compile entry function itself the deferral (defer-side-effect) is preferred: it keeps the
-// graph free of Python operators, which an AOTInductor deployment cannot run.
+// Under torch.export the original call stays (`torch.compiler.is_exporting()`, decided while tracing): the
+// exported program gets no Python operator, which AOTInductor's C++ runner could not run, and the record is
+// emitted while exporting, as before. In the torch.compile entry function itself the deferral
+// (defer-side-effect) is preferred, for the same reason.
 #include <algorithm>
 
 #include "support.h"
@@ -105,12 +110,21 @@ TransformResult apply(const TransformContext& ctx) {
   if (!is_type(callee, "attribute")) return Refusal{"not a logger method call", false};
   std::string logger = text(doc, field(callee, "object"));
   std::string method = text(doc, field(callee, "attribute"));
+  if (logger == "logging" && !bound_locally(fn, logger))
+    return Refusal{"`logging." + method +
+                   "` logs to the root logger, which it configures first when it has no handler"};
   if (!model.is_module_logger(logger) || bound_locally(fn, logger))
     return Refusal{"`" + logger + "` is not a module-level logger this file defines"};
   const int level = level_of(method);
   if (level == 0) return Refusal{"`" + logger + "." + method + "` is not a plain level method"};
   TSNode stmt = ts_node_parent(call);
   if (!is_type(stmt, "expression_statement")) return Refusal{"the call's value is used"};
+  {
+    std::string_view before =
+        doc.text().substr(line_start_of(doc, stmt), ts_node_start_byte(stmt) - line_start_of(doc, stmt));
+    if (before.find_first_not_of(" \t") != std::string_view::npos)
+      return Refusal{"the call shares its line with other code (the fix needs lines of its own)"};
+  }
 
   // The message and arguments: literals stay in the body; the rest is passed to the operator.
   std::vector<std::string> body_args;  // message first
@@ -229,7 +243,12 @@ TransformResult apply(const TransformContext& ctx) {
   if (torch.import_edit) fix.edits.push_back(*torch.import_edit);  // first: the definitions call torch
   std::string call_text = py + "(";
   for (size_t i = 0; i < passed.size(); ++i) call_text += (i ? ", " : "") + passed[i];
-  fix.edits.push_back({node_range(call), call_text + ")"});
+  // torch.export keeps the original call (Dynamo emits it while exporting, as it did): an exported program
+  // then holds no Python operator, so AOTInductor's C++ runner can still run it.
+  std::string indent = indentation_of(doc, stmt);
+  std::string inner = indent_step(indent);
+  fix.edits.push_back({node_range(stmt), "if " + t + ".compiler.is_exporting():" + eol + inner + text(doc, stmt) + eol +
+                                             indent + "else:" + eol + inner + call_text + ")"});
   // Separate insertions: one another fix adds too (raise-in-graph's helper) is then added once.
   if (std::string helper = runtime_op_helper(doc, t, eol); !helper.empty())
     fix.edits.push_back({{helper_at, helper_at}, helper});
