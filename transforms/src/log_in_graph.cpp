@@ -120,8 +120,8 @@ TransformResult apply(const TransformContext& ctx) {
   TSNode stmt = ts_node_parent(call);
   if (!is_type(stmt, "expression_statement")) return Refusal{"the call's value is used"};
   {
-    std::string_view before =
-        doc.text().substr(line_start_of(doc, stmt), ts_node_start_byte(stmt) - line_start_of(doc, stmt));
+    const uint32_t line_start = line_start_of(doc, stmt);
+    std::string_view before = std::string_view(doc.text()).substr(line_start, ts_node_start_byte(stmt) - line_start);
     if (before.find_first_not_of(" \t") != std::string_view::npos)
       return Refusal{"the call shares its line with other code (the fix needs lines of its own)"};
   }
