@@ -9,10 +9,10 @@
 //         """`logger.info` of `Model.forward`, emitted inside the compiled graph (graphmend GM202)."""
 //         _graphmend_log(logger, 20, _graphmend_site_<h>, message, (a1,))
 //     ...
-//         if torch.compiler.is_exporting():
-//             logger.info(f"padded to {self.window}: %d", x.size(1))
+//         if torch.compiler.is_compiling() and not torch.compiler.is_exporting():
+//             _graphmend_log_<h>(torch.empty(0), f"padded to {self.window}: %d", x.size(1))
 //         else:
-//             _graphmend_log_<h>(torch.empty(0), f"padded to {self.window}", x.size(1))
+//             logger.info(f"padded to {self.window}: %d", x.size(1))
 //
 // The record is the one the original call made: the same logger, level, message and arguments, and the
 // file, line and function that logging's findCaller would have given (read from the module's compiled code
@@ -27,10 +27,10 @@
 // passed as `str`). Tensor arguments are refused: a tensor's text shows its autograd history (`grad_fn=`),
 // which an operator's input does not have, so the message would differ in training. Keyword arguments
 // (`exc_info`, `stack_info`, `extra`, `stacklevel`) are refused: they read the caller's frame or exception.
-// Under torch.export the original call stays (`torch.compiler.is_exporting()`, decided while tracing): the
-// exported program gets no Python operator, which AOTInductor's C++ runner could not run, and the record is
-// emitted while exporting, as before. In the torch.compile entry function itself the deferral
-// (defer-side-effect) is preferred, for the same reason.
+// Only torch.compile runs the operator (`is_compiling() and not is_exporting()`, decided while tracing): eager
+// runs make the original call, and under torch.export it stays too, so the exported program gets no Python
+// operator, which AOTInductor's C++ runner could not run, and the record is emitted while exporting, as before. In the
+// torch.compile entry function itself the deferral (defer-side-effect) is preferred, for the same reason.
 #include <algorithm>
 
 #include "support.h"
@@ -243,12 +243,14 @@ TransformResult apply(const TransformContext& ctx) {
   if (torch.import_edit) fix.edits.push_back(*torch.import_edit);  // first: the definitions call torch
   std::string call_text = py + "(";
   for (size_t i = 0; i < passed.size(); ++i) call_text += (i ? ", " : "") + passed[i];
-  // torch.export keeps the original call (Dynamo emits it while exporting, as it did): an exported program
-  // then holds no Python operator, so AOTInductor's C++ runner can still run it.
+  // Only torch.compile runs the operator. Eager runs keep the original call (the very same record, and no
+  // operator dispatch on every call); torch.export keeps it too (Dynamo emits it while exporting, as it did),
+  // so an exported program holds no Python operator and AOTInductor's C++ runner can still run it.
   std::string indent = indentation_of(doc, stmt);
   std::string inner = indent_step(indent);
-  fix.edits.push_back({node_range(stmt), "if " + t + ".compiler.is_exporting():" + eol + inner + text(doc, stmt) + eol +
-                                             indent + "else:" + eol + inner + call_text + ")"});
+  fix.edits.push_back({node_range(stmt), "if " + t + ".compiler.is_compiling() and not " + t +
+                                             ".compiler.is_exporting():" + eol + inner + call_text + ")" + eol +
+                                             indent + "else:" + eol + inner + text(doc, stmt)});
   // Separate insertions: one another fix adds too (raise-in-graph's helper) is then added once.
   if (std::string helper = runtime_op_helper(doc, t, eol); !helper.empty())
     fix.edits.push_back({{helper_at, helper_at}, helper});
