@@ -170,7 +170,9 @@ void check_cli_fix(const std::string& input, const Config& config, const FixAllR
   const bool unreadable = source == nullptr || unencodable;  // exit 2 whatever the file's mode
 
   // --fix -: the fixed text, or the input itself.
-  auto [stdin_rc, printed] = run_cli({"--fix", "--no-config", "-j1", "-"}, input);
+  // The torch whose facts apply is the harness's (the CLI would otherwise read the torch installed beside it).
+  const std::string torch = config.torch.str();
+  auto [stdin_rc, printed] = run_cli({"--fix", "--no-config", "--torch-version", torch, "-j1", "-"}, input);
   if (stdin_rc == 2 ? printed != input : printed != expected)
     fail("`check --fix -` printed something else than the fixed text or the input", input,
          "exit " + std::to_string(stdin_rc) + "\n-- printed:\n" + printed + "\n-- expected:\n" + expected);
@@ -190,7 +192,7 @@ void check_cli_fix(const std::string& input, const Config& config, const FixAllR
   if (layout == 2) fs::create_symlink("real/m.py", link);
   const fs::path given = layout == 2 ? link : target;
   const bool read_only = mode == 0444;
-  auto [rc, ignored] = run_cli({"--fix", "--no-config", "-j1", given.string()}, "");
+  auto [rc, ignored] = run_cli({"--fix", "--no-config", "--torch-version", torch, "-j1", given.string()}, "");
   (void)ignored;
   const std::string after = slurp(target);
   std::string detail = "layout " + std::to_string(layout) + ", mode " + std::to_string(mode) + ", exit " +
