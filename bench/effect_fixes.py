@@ -6,7 +6,8 @@ fix graphmend offers.
 GM301, raise-in-graph: the guard's test goes to a custom operator that raises the original exception inside
 the graph (unsafe: state written earlier in the graph is not written back on aot_eager); graph-native: the
 `torch._assert_async` fallback (unsafe: RuntimeError under compile).
-GM202, log-in-graph: a custom operator emits the same record inside the graph (safe); deferred: run after the
+GM202, log-in-graph: a custom operator emits the same record inside the graph (unsafe: a graph that fails
+loses the record); deferred: run after the
 graph through reorderable_logging_functions (safe, torch.compile entry only); skip while compiling: unsafe.
 none: refused, with the reason. Reads only what `graphmend check --output-format json` says; nothing is run.
 """

@@ -23,7 +23,7 @@ const RuleInfo kInfo{
     .example_good = "_graphmend_log_<hash>(torch.empty(0), x.size(0))  # same record, in the graph (not exporting)",
     .fixable = true,
     .fix_safety =
-        "In frames Dynamo inlines (a module's forward, helpers): the call becomes a custom operator "
+        "In frames Dynamo inlines (a module's forward, helpers) the fix is unsafe: the call becomes a custom operator "
         "(log-in-graph) that runs inside the graph, in program order, and emits the record through the "
         "logger's own isEnabledFor, makeRecord and handle: same logger, level, message, arguments, function, "
         "count and order, with the file and line of the operator's call (read from the module's code at "
@@ -39,8 +39,10 @@ const RuleInfo kInfo{
         "the call is deferred through a module-level wrapper registered in Dynamo's "
         "reorderable_logging_functions, which keeps the message, arguments, level, logger, the caller's file "
         "and line (`stacklevel=2`), the count and the order; refused when any statement after it prints, logs "
-        "without deferral or may raise. Where neither applies, the only fix is unsafe: the call is skipped "
-        "while compiling, so under torch.compile the message is not emitted.",
+        "without deferral or may raise. The operator is unsafe because a graph that fails (an error met tracing "
+        "or running a later operation) never emits the record, where the original emitted it at its break, "
+        "before the error. Where it does not apply either, the unsafe fix skips the call while compiling, so "
+        "under torch.compile the message is not emitted.",
 };
 
 constexpr std::array<std::string_view, 9> kMethods{"debug",     "info",     "warning", "warn", "error",

@@ -1,7 +1,9 @@
 """The log-in-graph fix (GM202; transforms/src/log_in_graph.cpp), end to end on the installed torch.
 
-graphmend writes the fixed file with safe fixes only (`check --fix`): logging calls in frames Dynamo inlines
-become operators that emit the record inside the graph. The fixed model must compile in one graph
+graphmend writes the fixed file (`check --fix --unsafe-fixes`): logging calls in frames Dynamo inlines become
+operators that emit the record inside the graph. The fix is unsafe for one reason, pinned below: when the graph
+fails (an error met tracing or running a later operation), the record is not emitted, where the original
+emitted it at its break, before the error. The fixed model must compile in one graph
 (fullgraph=True) and emit, under torch.compile and in eager runs, the records the original emitted in eager
 runs: same logger, level, message, arguments, function, count and order, with the file and line of the call
 as it now stands in the fixed file; eager, aot_eager and inductor, static and dynamic shapes, eval and train
@@ -14,6 +16,7 @@ import re
 import subprocess
 import sys
 import textwrap
+from pathlib import Path
 
 import pytest
 import torch
@@ -67,7 +70,7 @@ LOGGER = "graphmend_log_in_graph"
 def fixed_path(tmp_path_factory):
     path = tmp_path_factory.mktemp("log-in-graph") / "logged.py"
     path.write_text(SOURCE)
-    proc = run_graphmend("check", "--fix", "--exit-zero", "-q", str(path))  # safe fixes only
+    proc = run_graphmend("check", "--fix", "--unsafe-fixes", "--exit-zero", "-q", str(path))
     assert proc.returncode == 0, proc.stderr
     text = path.read_text()
     guard = "if torch.compiler.is_compiling() and not torch.compiler.is_exporting():"
@@ -255,7 +258,7 @@ def test_inductor_caches_never_drop_a_record(fixed_path, tmp_path, caches="on"):
 
 def test_refused_where_the_record_could_differ(tmp_path):
     """Tensor arguments (their text shows `grad_fn=`, which an operator's input lacks) and keyword arguments
-    (they read the caller's frame or exception) keep the call as it is under safe fixes."""
+    (they read the caller's frame or exception) get no operator."""
     path = tmp_path / "refused.py"
     path.write_text(textwrap.dedent('''\
         import logging
@@ -272,7 +275,7 @@ def test_refused_where_the_record_could_differ(tmp_path):
                 logger.warning("no trace", stack_info=True)
                 return x + 1
     '''))
-    proc = run_graphmend("check", "--fix", "--exit-zero", "-q", str(path))
+    proc = run_graphmend("check", "--fix", "--unsafe-fixes", "--exit-zero", "-q", str(path))
     assert proc.returncode == 0, proc.stderr
     assert "_graphmend_log_" not in path.read_text()
 
@@ -322,4 +325,29 @@ def test_fact_inductor_frees_a_buffer_early_without_a_tensor_input():
 
     with pytest.raises(Exception, match="buf"):
         torch.compile(f, backend="inductor", fullgraph=True)(torch.randn(3, 4))
+    torch._dynamo.reset()
+
+
+def test_fact_a_graph_that_fails_loses_the_record(tmp_path):
+    """Why the fix is unsafe (found by the differential oracle on examples/gated_mlp.py, integer inputs): the
+    original emits its record at its break, then fails tracing LayerNorm on an integer tensor; in one graph,
+    that failure comes before anything runs, and the record is never emitted."""
+    example = Path(__file__).resolve().parents[2] / "examples" / "gated_mlp.py"
+    seen = {}
+    for name in ("original", "fixed"):
+        path = tmp_path / name / "gated_mlp.py"
+        path.parent.mkdir()
+        path.write_text(example.read_text())
+        if name == "fixed":
+            proc = run_graphmend("check", "--fix", "--unsafe-fixes", "--select", "GM202", "--exit-zero", "-q", str(path))
+            assert proc.returncode == 0 and "_graphmend_log_" in path.read_text(), proc.stderr
+        module = load_fixture(path)
+        handler = _Records()
+        module.logger.addHandler(handler)
+        module.logger.setLevel(logging.INFO)
+        torch._dynamo.reset()
+        with pytest.raises(Exception):
+            torch.compile(module.GatedMLP().eval(), backend="aot_eager")(torch.ones(2, 8, 64, dtype=torch.int64))
+        seen[name] = [r.getMessage() for r in handler.records]
+    assert seen == {"original": ["gated mlp on 8 tokens"], "fixed": []}, seen
     torch._dynamo.reset()

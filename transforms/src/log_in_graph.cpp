@@ -236,10 +236,15 @@ TransformResult apply(const TransformContext& ctx) {
               eol + "        logger.handle(record)" + eol + eol;  // two blank lines before what follows
 
   Fix fix;
-  fix.applicability = Applicability::Safe;
+  // Unsafe, found by the differential oracle: the original emitted the record at its break, before anything
+  // later could fail; in one graph, an error met while tracing a later operation (or raised by a kernel the
+  // graph runs first) comes before the record, which is then never emitted.
+  fix.applicability = Applicability::Unsafe;
   fix.title = "Emit the `" + logger + "." + method +
               "` record from an operator that runs inside the compiled graph, in program order (same logger, "
-              "level, message, arguments, file, line and function; no break)";
+              "level, message, arguments, file, line and function; no break); unsafe: when the graph fails "
+              "(an error tracing or running a later operation), the record is not emitted, where the original "
+              "emitted it before the error";
   if (torch.import_edit) fix.edits.push_back(*torch.import_edit);  // first: the definitions call torch
   std::string call_text = py + "(";
   for (size_t i = 0; i < passed.size(); ++i) call_text += (i ? ", " : "") + passed[i];
