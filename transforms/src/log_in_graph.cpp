@@ -171,11 +171,9 @@ TransformResult apply(const TransformContext& ctx) {
   passed.insert(passed.begin(), order);
 
   if (auto why = why_torch_unusable(doc, model, nullptr, torch); !why.empty()) return Refusal{why};
-  TSNode top = call;
-  while (!ts_node_is_null(ts_node_parent(top)) && !is_type(ts_node_parent(top), "module")) top = ts_node_parent(top);
-  uint32_t define_at = line_start_of(doc, top);
-  uint32_t helper_at = after_imports_offset(doc);
-  if (define_at < helper_at) return Refusal{"the call's function is defined before the file's imports end"};
+  std::optional<OperatorPlacement> placement = operator_placement(doc, call);
+  if (!placement) return Refusal{"the call's function is defined before the file's imports end"};
+  const uint32_t define_at = placement->define_at, helper_at = placement->helper_at;
 
   std::string eol(detect_line_ending(doc.text()));
   std::string record_args;  // a tuple, as logging holds them

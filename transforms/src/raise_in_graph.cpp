@@ -174,11 +174,9 @@ TransformResult apply(const TransformContext& ctx) {
   TorchName torch = torch_name(doc, ctx.model);
   if (auto why = why_torch_unusable(doc, ctx.model, nullptr, torch); !why.empty()) return Refusal{why};
   // The operator is defined before the top-level statement that holds the guard, after the imports.
-  TSNode top = node;
-  while (!ts_node_is_null(ts_node_parent(top)) && !is_type(ts_node_parent(top), "module")) top = ts_node_parent(top);
-  uint32_t define_at = line_start_of(doc, top);
-  uint32_t helper_at = after_imports_offset(doc);
-  if (define_at < helper_at) return Refusal{"the guard's function is defined before the file's imports end"};
+  std::optional<OperatorPlacement> placement = operator_placement(doc, node);
+  if (!placement) return Refusal{"the guard's function is defined before the file's imports end"};
+  const uint32_t define_at = placement->define_at, helper_at = placement->helper_at;
 
   std::string eol(detect_line_ending(doc.text()));
   std::string body = std::string("    if ") + (negated ? "not " : "") + "test:" + eol + "        raise " +

@@ -356,6 +356,14 @@ bool is_closed_literal(const Document& doc, TSNode node) {
   return true;
 }
 
+std::optional<OperatorPlacement> operator_placement(const Document& doc, TSNode node) {
+  TSNode top = node;
+  while (!ts_node_is_null(ts_node_parent(top)) && !is_type(ts_node_parent(top), "module")) top = ts_node_parent(top);
+  OperatorPlacement at{line_start_of(doc, top), after_imports_offset(doc)};
+  if (at.define_at < at.helper_at) return std::nullopt;
+  return at;
+}
+
 std::string runtime_op_helper(const Document& doc, const std::string& t, const std::string& eol) {
   if (doc.text().find("def _graphmend_runtime_op(") != std::string::npos) return "";
   // `t` is the name torch is bound to (`import torch as T`); an import statement names the module itself.

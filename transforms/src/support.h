@@ -77,6 +77,13 @@ std::string behaviour_hash(std::string_view behaviour);
 // A literal that means the same wherever it is evaluated: a number, True/False/None, a string without
 // interpolation (implicitly concatenated ones included), a negated number.
 bool is_closed_literal(const Document& doc, TSNode node);
+// Where a runtime operator goes: its definition before the top-level statement that holds `node`, the
+// module-level helpers after the imports. Empty when that statement comes before the imports end.
+struct OperatorPlacement {
+  uint32_t define_at = 0;
+  uint32_t helper_at = 0;
+};
+std::optional<OperatorPlacement> operator_placement(const Document& doc, TSNode node);
 // The module-level helper `_graphmend_runtime_op(name, schema)` that defines the operators, with its blank
 // lines, to insert after the imports; empty when the file has it already.
 std::string runtime_op_helper(const Document& doc, const std::string& torch, const std::string& eol);
