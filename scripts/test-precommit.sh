@@ -32,7 +32,8 @@ from torch import nn
 
 class Block(nn.Module):
     def forward(self, x):
-        print("block")
+        if x.sum() > 0:
+            x = x + 1
         return x * 2
 
 
@@ -57,15 +58,15 @@ git add .pre-commit-config.yaml
 git commit -qm "pre-commit configuration"
 
 if "$pre_commit" run graphmend-check --all-files >"$tmp/out" 2>&1; then
-  fail "graphmend-check passed on a file with a print in forward"
+  fail "graphmend-check passed on a file with a tensor-valued if in forward"
 fi
-grep -q "GM201" "$tmp/out" || fail "graphmend-check did not name GM201"
+grep -q "GM101" "$tmp/out" || fail "graphmend-check did not name GM101"
 echo "test-precommit: graphmend-check reports the break ($((SECONDS - start))s, the first run builds graphmend)"
 
 if "$pre_commit" run graphmend-fix --all-files >"$tmp/out" 2>&1; then
   fail "graphmend-fix passed although it rewrote model.py"
 fi
-grep -q "torch._higher_order_ops.print" model.py || fail "graphmend-fix did not apply the safe fix"
+grep -q "torch.where" model.py || fail "graphmend-fix did not apply the safe fix"
 grep -q "files were modified by this hook" "$tmp/out" || fail "pre-commit did not see the rewrite"
 
 "$pre_commit" run graphmend-check --all-files >"$tmp/out" 2>&1 || fail "graphmend-check fails on the fixed file"

@@ -20,9 +20,12 @@ const RuleInfo kInfo{
     .example_good = "torch._higher_order_ops.print(\"norm {!s}\", x.norm())",
     .fixable = true,
     .fix_safety =
-        "Kept: the printed text (the same `str()` of each argument, `sep` and the newline), in program order, "
-        "in eager runs and under torch.compile. Refused: `file=`, `flush=`, an `end=` other than a newline, "
-        "`*args`, arguments that are not tensors, numbers, shapes or string literals.",
+        "Safe: strings, numbers and sizes printed in the function torch.compile compiles, when every statement "
+        "after the print is pure and total: the same text, in program order, eager and compiled. Unsafe: in a "
+        "frame Dynamo may inline (a module's forward, a helper), or before a statement that may fail, a graph "
+        "that fails after the print never prints, where the original printed at its break; a tensor argument "
+        "prints without its `grad_fn=` under aot_eager and inductor. Refused: `file=`, `flush=`, an `end=` "
+        "other than a newline, `*args`, arguments that are not tensors, numbers, shapes or string literals.",
 };
 
 void check(RuleContext& ctx, const Visit& v) {

@@ -170,7 +170,7 @@ def test_fix_keeps_crlf_bom_and_mode_and_is_atomic(tmp_path):
     src = "\ufeff" + BREAKING.replace("\n", "\r\n")
     path = write(tmp_path / "m.py", src)
     path.chmod(0o751)
-    proc = run("check", "--fix", path)
+    proc = run("check", "--fix", "--unsafe-fixes", path)
     assert proc.returncode == 0, proc.stdout  # every finding was fixed
     data = path.read_bytes()
     assert data.startswith(b"\xef\xbb\xbf")

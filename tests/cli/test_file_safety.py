@@ -104,7 +104,7 @@ def test_other_owners_writable_file_keeps_its_owner(shared_tmp):
     os.chown(path, 0, 0)
     path.chmod(0o666)
     inode = path.stat().st_ino
-    proc = run("check", "--fix", path, preexec_fn=as_user)
+    proc = run("check", "--fix", "--unsafe-fixes", path, preexec_fn=as_user)
     assert proc.returncode == 0, proc.stderr
     st = path.stat()
     assert FIXED_MARK in path.read_bytes()
@@ -179,7 +179,7 @@ def test_hard_link_keeps_its_link_crlf_bom_and_mode(tmp_path):
     other.mkdir()
     b = other / "b.py"
     os.link(a, b)
-    proc = run("check", "--fix", a)
+    proc = run("check", "--fix", "--unsafe-fixes", a)
     assert proc.returncode == 0, proc.stdout
     assert os.path.samefile(a, b) and a.stat().st_nlink == 2
     data = b.read_bytes()
@@ -199,7 +199,7 @@ def test_symlink_stays_a_link_and_its_target_is_fixed_in_place(tmp_path):
     inode = target.stat().st_ino
     link = tmp_path / "link.py"
     link.symlink_to(os.path.relpath(target, tmp_path))
-    proc = run("check", "--fix", link)
+    proc = run("check", "--fix", "--unsafe-fixes", link)
     assert proc.returncode == 0, proc.stdout
     assert link.is_symlink() and os.readlink(link) == os.path.relpath(target, tmp_path)
     assert FIXED_MARK in target.read_bytes()
@@ -212,7 +212,7 @@ def test_a_file_with_two_names_in_the_tree_is_fixed_once(tmp_path):
     target = write(tmp_path / "shared" / "model.py", BREAKING)
     (tmp_path / "alias.py").symlink_to("shared/model.py")
     os.link(target, tmp_path / "hard.py")
-    proc = run("check", "--fix", "-j3", tmp_path)
+    proc = run("check", "--fix", "--unsafe-fixes", "-j3", tmp_path)
     assert proc.returncode == 0, proc.stderr  # not "changed on disk" for the second name
     assert proc.stdout.decode().count("Fixed 2 graph breaks.") == 1
     assert FIXED_MARK in target.read_bytes() and (tmp_path / "alias.py").is_symlink()
@@ -261,7 +261,7 @@ def test_stdin_fix_gives_back_the_input_on_usage_and_config_errors(tmp_path):
 
 def test_stdin_fix_keeps_bom_and_crlf():
     data = ("\ufeff" + BREAKING.replace("\n", "\r\n")).encode()
-    proc = run("check", "--fix", "-", stdin=data)
+    proc = run("check", "--fix", "--unsafe-fixes", "-", stdin=data)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.startswith(b"\xef\xbb\xbf") and FIXED_MARK in proc.stdout
     assert b"\n" not in proc.stdout.replace(b"\r\n", b"")

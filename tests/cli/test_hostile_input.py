@@ -119,7 +119,7 @@ def test_old_mac_line_ends_read_as_cpython_reads_them(tmp_path):
         (f["code"], f["location"], f["end_location"]) for f in expected]
     assert [f["code"] for f in result] == ["GM101", "GM201"]
     # The fix keeps the file's line ends, and CPython reads the result.
-    proc = run("check", "--no-config", "--fix", cr)
+    proc = run("check", "--no-config", "--fix", "--unsafe-fixes", cr)
     assert proc.returncode == 0, proc.stdout
     fixed = cr.read_bytes()
     assert b"\n" not in fixed and fixed.count(b"\r") > 10

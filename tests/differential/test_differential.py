@@ -141,3 +141,14 @@ def test_torch_diagnostics_stay_out_of_the_stderr_transcript():
     assert [e for e in events if e[0] == "stderr"] == [("stderr", "user text"), ("stderr", "\n")]
     assert [e for e in events if e[0] == "log"] == [
         ("log", "WARNING", "test_torch_diagnostics_stay_out_of_the_stderr_transcript", "user record")]
+
+
+def test_the_print_hazard_is_seen_with_the_unsafe_fix(tmp_path):
+    """hazards/print_before_trace_error.py: with the in-graph print applied (--unsafe-fixes), the compiled run on
+    the integer input raises without printing; the oracle sees the lost text."""
+    path = HAZARD_DIR / "print_before_trace_error.py"
+    fixed = tmp_path / path.name
+    assert graphmend_fix(path, fixed, unsafe=True)
+    assert "_higher_order_ops.print(" in fixed.read_text(encoding="utf-8")
+    result = compare_files(path, fixed, gradients=False, seeds=(0,))
+    assert any("compiled: transcript" in d for d in result.differences), result.differences

@@ -1,7 +1,10 @@
 // GM201-GM204: side effects that break the graph, kept without the break where stock torch allows it.
 //
 // print: becomes torch._higher_order_ops.print("{!s} {!s}", a, b), an effectful op that runs inside the
-//   graph in program order, in inlined helpers too; in eager it prints exactly what print printed.
+//   graph in program order, in inlined helpers too; in eager it prints exactly what print printed. Safe
+//   only for numbers, sizes and strings in a compile entry whose statements after the print are pure and
+//   total: elsewhere a graph that fails after the print (tracing or running) loses the text, which the
+//   original printed at its break, and a tensor reaches the operator without its autograd history.
 // logging / warning_once / warnings.warn: Dynamo can defer a function registered in
 //   torch._dynamo.config.reorderable_logging_functions to the end of the graph, but in torch 2.13 it
 //   drops such calls made from inlined frames (helpers, submodule forwards). So the deferral (through a
@@ -230,6 +233,7 @@ TransformResult apply(const TransformContext& ctx) {
     }
     std::string format;
     std::vector<std::string> passed;
+    std::string first_tensor;
     for (size_t i = 0; i < values.size(); ++i) {
       if (i) format += brace_escape(sep);
       std::string literal = plain_string(doc, values[i]);
@@ -246,14 +250,38 @@ TransformResult apply(const TransformContext& ctx) {
                        "print can take"};
       format += "{!s}";
       passed.push_back(text(doc, values[i]));
+      if (k == ValueKind::Tensor && first_tensor.empty()) first_tensor = text(doc, values[i]);
     }
     std::string replacement = torch.name + "._higher_order_ops.print(" + python_string(format);
     for (const auto& p : passed) replacement += ", " + p;
     replacement += ")";
     fix.edits.push_back({node_range(call), replacement});
-    fix.title =
-        "Print inside the graph with torch._higher_order_ops.print (same text in eager runs; runs in "
-        "program order under torch.compile)";
+    // The original prints at its break, before anything after it is traced or run. In one graph, a failure
+    // after the print (an error tracing a later operation, a kernel that raises) may come before the print
+    // runs, and the text is lost. Safe only where the rest of the graph is this function's remaining
+    // statements (a compile entry) and those are pure and total.
+    bool entry = fn->is_entry && !(fn->owner && fn->name == "forward");
+    std::string why_unsafe;
+    if (!entry)
+      why_unsafe = "this function may be inlined, and its caller's code after the call shares the graph";
+    else if (!why_effects_follow(doc, model, *fn, call).empty())
+      why_unsafe = "a statement after the print may fail";
+    // Under aot_eager and inductor the operator receives tensors without autograd history: a tensor that
+    // requires grad prints without its `grad_fn=`/`requires_grad=True` suffix.
+    if (!first_tensor.empty())
+      why_unsafe = (why_unsafe.empty() ? "" : why_unsafe + "; ") + "`" + first_tensor +
+                   "` prints without its grad_fn under aot_eager and inductor when it requires grad";
+    if (why_unsafe.empty()) {
+      fix.title =
+          "Print inside the graph with torch._higher_order_ops.print (same text in eager runs; runs in "
+          "program order under torch.compile)";
+    } else {
+      fix.applicability = Applicability::Unsafe;
+      fix.title =
+          "Print inside the graph with torch._higher_order_ops.print: the printed text may differ or be lost under "
+          "torch.compile (" +
+          why_unsafe + ")";
+    }
     return fix;
   }
 
