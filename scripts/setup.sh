@@ -73,10 +73,10 @@ if [ ! -f "$schema" ]; then
   rm -rf "$tmp"
 fi
 
-if [ ! -x "$root/.venv/bin/python" ] || ! "$root/.venv/bin/python" -c "import torch, pytest, jsonschema, transformers, numpy, matplotlib, hypothesis, ray" 2>/dev/null; then
+if [ ! -x "$root/.venv/bin/python" ] || ! "$root/.venv/bin/python" -c "import torch, pytest, xdist, jsonschema, transformers, numpy, matplotlib, hypothesis, ray" 2>/dev/null; then
   echo "setup: creating .venv with torch==$TORCH_VERSION"
   python3 -m venv "$root/.venv"
   "$root/.venv/bin/pip" install -q --disable-pip-version-check "torch==$TORCH_VERSION" \
-    "numpy==2.2.6" "transformers==5.17.0" "pytest==8.3.4" "ruff==0.8.4" "jsonschema==4.26.0" "matplotlib==3.10.9" "hypothesis==6.170.17" \
+    "numpy==2.2.6" "transformers==5.17.0" "pytest==8.3.4" "pytest-xdist==3.6.1" "ruff==0.8.4" "jsonschema==4.26.0" "matplotlib==3.10.9" "hypothesis==6.170.17" \
     "ray==2.60.0"  # the zoo's cluster engine (graphmend[ray]); its tests start a local Ray
 fi

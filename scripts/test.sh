@@ -21,7 +21,8 @@ echo "== fuzz (short run; \`make fuzz\` runs a million inputs)"
 bash "$root/scripts/fuzz.sh" 2000 45
 
 echo "== pytest"
-"$root/.venv/bin/python" -m pytest -q -p no:cacheprovider tests
+# one worker per core (pytest-xdist), a test file per worker: files share module-level fixtures (the zoo's run)
+"$root/.venv/bin/python" -m pytest -q -p no:cacheprovider -n "$(nproc)" --dist loadfile tests
 
 if [ "${GRAPHMEND_SKIP_NEWEST_TORCH:-0}" != 1 ]; then
   echo "== newest torch (2.15.0): rule fixtures, fix oracle, dropped calls, speculation table"
