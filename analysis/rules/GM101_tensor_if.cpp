@@ -36,8 +36,9 @@ const RuleInfo kInfo{
         "after the select, a shadowed `torch`. The result is a new tensor even where the original returned an "
         "input itself. LayerDrop (`r = torch.rand([])`, then `if r < p:`): `(not isinstance(p, (int, float)) or p "
         "> 0) and r < p` is exact, since a draw in [0, 1) is never below a number <= 0 (NaN included); Dynamo "
-        "decides it at trace time, the draw still runs (same RNG stream), and every other `p` runs the original "
-        "test. `r <= p` is refused (a draw can be exactly 0.0).",
+        "decides it at trace time, and every other `p` runs the original test. That fix is unsafe: under aot_eager "
+        "and inductor the draw, now unused, is removed as dead code, so the RNG state after the call differs. "
+        "`r <= p` is refused (a draw can be exactly 0.0).",
     .export_fails = true,
 };
 

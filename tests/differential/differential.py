@@ -4,7 +4,8 @@
 inputs: the example's own (seeds 0, 1, 2), the fixture's `inputs()` when it has one, and variants of every
 tensor argument that take the other branch, fail guards or stress the untaken side (negated, zeros, NaN,
 +inf, -inf, empty, bool, int64, uint8, int8, float16, transposed). For every input it runs the original and the fixed
-code eagerly and under torch.compile (Dynamo with the eager backend, breaks allowed), and compares:
+code eagerly and under torch.compile (backend aot_eager, breaks allowed; GRAPHMEND_DIFFERENTIAL_BACKEND
+overrides it), and compares:
 
   * the outcome: returned value (structure, and for tensors shape, dtype, device, requires_grad and the
     exact bits, NaN == NaN) or the exception (class, message, and the class and message of its cause);
@@ -183,10 +184,15 @@ def _state(fn) -> Any:
     return state, attrs
 
 
+# aot_eager, not eager: AOTAutograd is where compiled code first differs from eager (operators receive
+# tensors without autograd history, in-place writes are functionalised), and the eager backend hides it.
+BACKEND = os.environ.get("GRAPHMEND_DIFFERENTIAL_BACKEND", "aot_eager")
+
+
 def _compiled(fn):
     if is_driver(fn):
         return fn
-    return torch.compile(fn, backend="eager")
+    return torch.compile(fn, backend=BACKEND)
 
 
 def observe(fn, args, seed: int, compiled: bool) -> dict:

@@ -152,3 +152,13 @@ def test_the_print_hazard_is_seen_with_the_unsafe_fix(tmp_path):
     assert "_higher_order_ops.print(" in fixed.read_text(encoding="utf-8")
     result = compare_files(path, fixed, gradients=False, seeds=(0,))
     assert any("compiled: transcript" in d for d in result.differences), result.differences
+
+
+def test_the_unused_draw_is_seen_with_the_unsafe_fix(tmp_path):
+    """hazards/rng_layerdrop_bound.py with the static precondition applied (--unsafe-fixes): under aot_eager the
+    draw, now unused, is removed as dead code, and the oracle sees another RNG state after the call."""
+    path = HAZARD_DIR / "rng_layerdrop_bound.py"
+    fixed = tmp_path / path.name
+    assert graphmend_fix(path, fixed, unsafe=True)
+    result = compare_files(path, fixed, gradients=False, seeds=(0,))
+    assert any("compiled: rng" in d for d in result.differences), result.differences

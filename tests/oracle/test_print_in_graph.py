@@ -50,32 +50,20 @@ def test_fact_in_graph_print_loses_grad_fn_under_aot_eager():
     assert "grad_fn=" in eager and "grad_fn=" not in compiled, (eager, compiled)
 
 
-class _PrintThenNorm(nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.norm = nn.LayerNorm(4)
-
-    def forward(self, x):
-        y = x * 2
-        print("rows", y.shape[0])
-        return self.norm(y)
-
-
-class _InGraphPrintThenNorm(_PrintThenNorm):
-    def forward(self, x):
-        y = x * 2
-        torch._higher_order_ops.print("rows {!s}", y.shape[0])
-        return self.norm(y)
-
-
-def test_fact_a_graph_that_fails_after_the_print_loses_the_text():
-    """Why a statement after the print that may fail makes the fix unsafe: LayerNorm on an integer tensor fails
-    while Dynamo traces it. The original printed at its break, before; in one graph nothing has run."""
+def test_fact_a_graph_that_fails_after_the_print_loses_the_text(tmp_path):
+    """Why a statement after the print that may fail makes the fix unsafe (hazards/print_before_trace_error.py,
+    fixed with --unsafe-fixes): LayerNorm on an integer tensor fails while Dynamo traces it. The original
+    printed at its break, before; in one graph nothing has run."""
+    hazard = SNAPSHOTS.parents[1] / "hazards" / "print_before_trace_error.py"
+    fixed = tmp_path / "fixed.py"
+    shutil.copyfile(hazard, fixed)
+    proc = run_graphmend("check", "--fix", "--unsafe-fixes", "--exit-zero", "-q", str(fixed))
+    assert proc.returncode == 0 and "_higher_order_ops.print(" in fixed.read_text(), proc.stderr
     x = torch.ones(2, 4, dtype=torch.int64)
     seen = {}
-    for name, cls in (("original", _PrintThenNorm), ("fixed", _InGraphPrintThenNorm)):
+    for name, path in (("original", hazard), ("fixed", fixed)):
         torch._dynamo.reset()
-        seen[name] = _stdout(torch.compile(cls(), backend="aot_eager"), x)
+        seen[name] = _stdout(torch.compile(load_fixture(path).Model(), backend="aot_eager"), x)
     torch._dynamo.reset()
     assert seen["original"][1] is seen["fixed"][1] and isinstance(seen["original"][1], type)
     assert (seen["original"][0], seen["fixed"][0]) == ("rows 2\n", ""), seen

@@ -10,7 +10,8 @@
 // Dynamo decides it at trace time (a float or int attribute is a guarded constant): with the configs' default
 // `layerdrop = 0.0` the branch is pruned and the graph does not break. For any other `p` (positive, a tensor,
 // None, a string...) the original comparison runs as before, with its own result or exception. The draw itself
-// still runs, so the RNG stream is the same; the skipped comparison has no effect to lose.
+// still runs in eager code, but under aot_eager and inductor the unused draw is dead code and is removed, so the
+// RNG stream differs: the fix is unsafe.
 //
 // The same goes into a flag that only truth tests read (wav2vec2: `skip_the_layer = self.training and r < p`,
 // then `if not skip_the_layer or synced_gpus:`): there a Python False stands for a tensor False.
@@ -199,7 +200,13 @@ TransformResult apply(const TransformContext& ctx) {
   fix.edits.push_back({node_range(found.comparison), whole ? guarded : "(" + guarded + ")"});
   fix.title = "Decide `" + text(doc, found.comparison) + "` without the tensor when `" + bound +
               "` is a number <= 0 (a draw from torch.rand is never below it): Dynamo prunes the branch at trace "
-              "time, and every other value runs the original test";
+              "time, and every other value runs the original test (unsafe: under aot_eager and inductor the "
+              "draw, now unused, is removed as dead code, so the RNG state after the call and later random "
+              "draws such as dropout masks differ)";
+  // The draw runs in eager code and with Dynamo's eager backend, but AOTAutograd removes an unused random op:
+  // the original consumed the RNG (its draw fed the break), the fixed graph does not. Pinned by the
+  // differential oracle (aot_eager) on the layerdrop snapshots and hazards/rng_layerdrop_bound.py.
+  fix.applicability = Applicability::Unsafe;
   return fix;
 }
 
