@@ -230,6 +230,27 @@ class Speculator {
     result.needs.back().other = unparenthesize(r);
   }
 
+  // `x.masked_fill(mask, v)` raises unless the shapes broadcast, and gives x's shape only when the mask
+  // broadcasts to it: one trace-time condition for both. A comparison of a tensor with a number has that
+  // tensor's shape, so `mask == 0` is checked through `mask`.
+  void broadcast_to(TSNode expr, TSNode mask, TSNode target) {
+    TSNode m = unparenthesize(mask);
+    if (is_type(m, "comparison_operator") && named_child_count(m) == 2) {
+      TSNode l = unparenthesize(named_child(m, 0)), r = unparenthesize(named_child(m, 1));
+      if (number_literal(r))
+        m = l;
+      else if (number_literal(l))
+        m = r;
+    }
+    ValueShape ms = shape_of(doc_, model_, m, fn_), ts = shape_of(doc_, model_, target, fn_);
+    if (ms.likeness != Likeness::None && ts.likeness != Likeness::None && ms.base == ts.base) return;
+    std::string a = text(doc_, m), b = text(doc_, unparenthesize(target));
+    need(RaiseCondition::Kind::BroadcastTo, m, "broadcast_to:" + a + "|" + b,
+         "`" + short_text(expr) + "` raises, or changes the shape of `" + b + "`, when `" + a +
+             "` does not broadcast to it");
+    result.needs.back().other = unparenthesize(target);
+  }
+
   void attribute(TSNode expr, int depth) {
     TSNode object = field(expr, "object");
     visit(object, depth + 1);
@@ -562,6 +583,12 @@ class Speculator {
         auto d = int_literal(positional[0]);
         if (d && *d == -1) return;
       }
+      if (last == "masked_fill" && positional.size() == 2 && keywords.empty()) {
+        if (!is_bool_valued(doc_, model_, positional[0], fn_))
+          return raise("`" + e + "` raises when its mask is not a bool tensor");
+        if (!check_representable(object, positional[1], e)) return;
+        return broadcast_to(expr, positional[0], object);
+      }
       if (const SpeculationOp* op = find_op(last, 'M')) {
         if (!check_args(*op, object, positional, keywords, e)) return;
         return need_dtype(op->dtype, object, e);
@@ -694,6 +721,7 @@ bool proven(const Document& doc, const SemanticModel& model, const RaiseConditio
     case RaiseCondition::Kind::Integral:
       return is_bool_valued(doc, model, c.subject, fn);
     case RaiseCondition::Kind::Broadcast:
+    case RaiseCondition::Kind::BroadcastTo:
     case RaiseCondition::Kind::Dims:
     case RaiseCondition::Kind::NonEmpty:
       return false;  // only emitted when the shapes are not related statically
@@ -730,7 +758,8 @@ Selectability selectability(const Document& doc, const SemanticModel& model, con
   auto add_check = [&](const RaiseCondition& c) {
     // The check reads `.dtype`/`.shape`: the subject must be known to be a tensor, or the check could raise.
     auto tensor = [&](TSNode n) { return checkable(n) && model.kind_of(n, fn) == ValueKind::Tensor; };
-    bool simple = tensor(c.subject) && (c.kind != RaiseCondition::Kind::Broadcast || tensor(c.other));
+    bool pair = c.kind == RaiseCondition::Kind::Broadcast || c.kind == RaiseCondition::Kind::BroadcastTo;
+    bool simple = tensor(c.subject) && (!pair || tensor(c.other));
     if (!simple || c.kind == RaiseCondition::Kind::Integral) {
       out.refusal = c.why + ", on a path where the original did not run it";
       return;
@@ -744,7 +773,8 @@ Selectability selectability(const Document& doc, const SemanticModel& model, con
     std::vector<RaiseCondition> left;
     for (RaiseCondition& c : s.needs) {
       if (established(c, facts) || proven(doc, model, c, fn)) continue;
-      if (c.kind == RaiseCondition::Kind::Broadcast || c.kind == RaiseCondition::Kind::Dims)
+      if (c.kind == RaiseCondition::Kind::Broadcast || c.kind == RaiseCondition::Kind::BroadcastTo ||
+          c.kind == RaiseCondition::Kind::Dims)
         left.push_back(std::move(c));
       else
         add_check(c);
@@ -780,6 +810,12 @@ std::string check_text(const Document& doc, const RaiseCondition& c, const std::
       return s + ".dim() >= " + c.key.substr(c.key.rfind(':') + 1);
     case RaiseCondition::Kind::Broadcast:
       return s + ".shape == " + text(doc, unparenthesize(c.other)) + ".shape";
+    case RaiseCondition::Kind::BroadcastTo: {
+      // Exactly "s broadcasts to o's shape": no more dimensions, and each trailing one is 1 or equal.
+      std::string o = text(doc, unparenthesize(c.other));
+      return "len(" + s + ".shape) <= len(" + o + ".shape) and all([graphmend_a == 1 or graphmend_a == graphmend_b " +
+             "for graphmend_a, graphmend_b in zip(" + s + ".shape[::-1], " + o + ".shape[::-1])])";
+    }
     case RaiseCondition::Kind::NonEmpty:
       return s + ".numel() > 0";
     case RaiseCondition::Kind::Integral:
@@ -1105,9 +1141,9 @@ std::string autograd_hazard(const Document& doc, const SemanticModel& model, TSN
       std::string c = text(doc, callee);
       std::string last = c.substr(c.rfind('.') + 1);
       for (const char* linear :
-           {"clone", "contiguous", "float", "double", "half",    "bfloat16", "reshape",   "flatten",
-            "ravel", "unsqueeze",  "sum",   "mean",   "clamp",   "clip",     "clamp_min", "clamp_max",
-            "relu",  "type_as",    "to",    "where",  "maximum", "minimum"}) {
+           {"clone", "contiguous", "float", "double", "half",    "bfloat16", "reshape",    "flatten",
+            "ravel", "unsqueeze",  "sum",   "mean",   "clamp",   "clip",     "clamp_min",  "clamp_max",
+            "relu",  "type_as",    "to",    "where",  "maximum", "minimum",  "masked_fill"}) {
         if (last == linear) {
           if (is_type(callee, "attribute")) visit(field(callee, "object"));
           for (TSNode a : named_children(field(node, "arguments")))

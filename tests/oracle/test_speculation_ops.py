@@ -167,3 +167,37 @@ def test_module_row_is_total_where_it_claims(row):
 
 def test_table_is_not_empty():
     assert len(OPS) > 50 and len(MODULES) >= 3
+
+
+MASK_SHAPES = [(), (0,), (1,), (3,), (1, 3), (2, 1), (2, 3), (3, 3), (1, 1, 3), (2, 2, 3), (2, 0, 3)]
+
+
+def test_masked_fill_check_is_exactly_when_the_fill_keeps_the_shape(tmp_path):
+    """`x.masked_fill(mask, v)` runs on the untaken path only behind the trace-time check graphmend writes
+    (RaiseCondition BroadcastTo): for every pair of shapes, the check, as written into a fixed file, holds
+    exactly when the fill neither raises nor changes x's shape."""
+    import subprocess
+
+    from fixture_support import require_graphmend
+
+    source = tmp_path / "m.py"
+    source.write_text(
+        "import torch\n\n\ndef f(scores: torch.Tensor, mask: torch.Tensor):\n"
+        "    if (mask > 0).any():\n        scores = scores.masked_fill(mask > 0, 1.0)\n    return scores\n", encoding="utf-8")
+    proc = subprocess.run([str(require_graphmend()), "check", "--fix", "--exit-zero", "-q", str(source)],
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    line = next(l for l in source.read_text(encoding="utf-8").splitlines() if "zip(mask.shape" in l)
+    check = line.strip().removeprefix("if ").removesuffix(":")
+    check = check.replace("scores.is_floating_point() and ", "")  # the value 1.0's condition, not the shape's
+    seen = 0
+    for xs in MASK_SHAPES:
+        for ms in MASK_SHAPES:
+            scores, mask = torch.zeros(xs), torch.zeros(ms)
+            try:
+                fine = scores.masked_fill(mask > 0, 1.0).shape == scores.shape
+            except RuntimeError:
+                fine = False
+            assert eval(check, {"scores": scores, "mask": mask}) == fine, (xs, ms, check)
+            seen += fine
+    assert 0 < seen < len(MASK_SHAPES) ** 2

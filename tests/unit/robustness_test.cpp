@@ -158,7 +158,10 @@ TEST_CASE("the incremental path leaves out a function an edit makes too deep, an
 }
 
 TEST_CASE("a lone CR ends a line for the parser and the line index; offsets are the text's own") {
-  std::string lf = std::string(kModule) + "        if x.sum() > 0:\n            x = x + 1\n        return x\n" + kOther;
+  // Two safe fixes far apart (kOther's print has only an unsafe fix in a forward).
+  std::string lf = std::string(kModule) + "        if x.sum() > 0:\n            x = x + 1\n        return x\n" +
+                   "\n\nclass Other(nn.Module):\n    def forward(self, x):\n        if x.sum() > 1:\n" +
+                   "            x = x * 2\n        return x\n";
   std::string cr = lf;
   for (char& c : cr)
     if (c == '\n') c = '\r';

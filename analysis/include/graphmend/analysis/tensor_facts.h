@@ -20,16 +20,17 @@ namespace graphmend {
 // never depends on tensor data, so Dynamo's trace and every eager run agree on it.
 struct RaiseCondition {
   enum class Kind {
-    NotBool,    // `-x`, `x - y`, `x.abs()`, `relu(x)` raise for a bool tensor
-    Floating,   // `x.mean()`, `gelu(x)`, `torch.finfo(x.dtype)`, `x // y` raise for integer (or bool) tensors
-    Integral,   // `~x`, `x & y` raise for floating tensors
-    Broadcast,  // `a + b`: the shapes of `a` and `b` must broadcast
-    Dims,       // `x[:, :3]`, `x.sum(1)`, `x.shape[1]`: x needs at least `dims` dimensions
-    NonEmpty,   // `x.max()`, `x.amin()`: x needs at least one element
+    NotBool,      // `-x`, `x - y`, `x.abs()`, `relu(x)` raise for a bool tensor
+    Floating,     // `x.mean()`, `gelu(x)`, `torch.finfo(x.dtype)`, `x // y` raise for integer (or bool) tensors
+    Integral,     // `~x`, `x & y` raise for floating tensors
+    Broadcast,    // `a + b`: the shapes of `a` and `b` must broadcast
+    BroadcastTo,  // `x.masked_fill(m, v)`: `m` (subject) must broadcast to the shape of `x` (other)
+    Dims,         // `x[:, :3]`, `x.sum(1)`, `x.shape[1]`: x needs at least `dims` dimensions
+    NonEmpty,     // `x.max()`, `x.amin()`: x needs at least one element
   };
   Kind kind;
   TSNode subject{};  // the tensor expression the condition is about
-  TSNode other{};    // Broadcast: the second operand
+  TSNode other{};    // Broadcast: the second operand; BroadcastTo: the tensor whose shape the subject takes
   std::string key;   // identity: same key, same condition and same exception when it fails
   std::string why;   // "`-x` raises for a bool tensor"
 };
