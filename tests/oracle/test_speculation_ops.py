@@ -176,16 +176,13 @@ def test_masked_fill_check_is_exactly_when_the_fill_keeps_the_shape(tmp_path):
     """`x.masked_fill(mask, v)` runs on the untaken path only behind the trace-time check graphmend writes
     (RaiseCondition BroadcastTo): for every pair of shapes, the check, as written into a fixed file, holds
     exactly when the fill neither raises nor changes x's shape."""
-    import subprocess
-
-    from fixture_support import require_graphmend
+    from fixture_support import run_graphmend
 
     source = tmp_path / "m.py"
     source.write_text(
         "import torch\n\n\ndef f(scores: torch.Tensor, mask: torch.Tensor):\n"
         "    if (mask > 0).any():\n        scores = scores.masked_fill(mask > 0, 1.0)\n    return scores\n", encoding="utf-8")
-    proc = subprocess.run([str(require_graphmend()), "check", "--fix", "--exit-zero", "-q", str(source)],
-                          capture_output=True, text=True, timeout=60)
+    proc = run_graphmend("check", "--fix", "--exit-zero", "-q", str(source))
     assert proc.returncode == 0, proc.stderr
     line = next(l for l in source.read_text(encoding="utf-8").splitlines() if "zip(mask.shape" in l)
     check = line.strip().removeprefix("if ").removesuffix(":")

@@ -260,9 +260,8 @@ TransformResult apply(const TransformContext& ctx) {
     // after the print (an error tracing a later operation, a kernel that raises) may come before the print
     // runs, and the text is lost. Safe only where the rest of the graph is this function's remaining
     // statements (a compile entry) and those are pure and total.
-    bool entry = fn->is_entry && !(fn->owner && fn->name == "forward");
     std::string why_unsafe;
-    if (!entry)
+    if (!is_uninlined_compile_entry(*fn))
       why_unsafe = "this function may be inlined, and its caller's code after the call shares the graph";
     else if (!why_effects_follow(doc, model, *fn, call).empty())
       why_unsafe = "a statement after the print may fail";
@@ -285,8 +284,7 @@ TransformResult apply(const TransformContext& ctx) {
     return fix;
   }
 
-  bool entry = fn->is_entry && !(fn->owner && fn->name == "forward");
-  if (!entry) {
+  if (!is_uninlined_compile_entry(*fn)) {
     // Unsafe: drop the call while compiling. Eager runs are unchanged.
     TSNode stmt = ts_node_parent(call);
     if (!is_type(stmt, "expression_statement")) return Refusal{"the call's value is used"};

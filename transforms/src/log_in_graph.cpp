@@ -104,7 +104,7 @@ TransformResult apply(const TransformContext& ctx) {
   if (ts_node_is_null(call)) return Refusal{"no call"};
   const FunctionInfo* fn = model.function_containing(call);
   if (!fn) return Refusal{"the call is not inside a function"};
-  if (fn->is_entry && !(fn->owner && fn->name == "forward"))
+  if (is_uninlined_compile_entry(*fn))
     return Refusal{"in the torch.compile entry the call is deferred after the graph instead", false};
   TSNode callee = field(call, "function");
   if (!is_type(callee, "attribute")) return Refusal{"not a logger method call", false};

@@ -383,4 +383,6 @@ std::string runtime_op_helper(const Document& doc, const std::string& t, const s
          ".ops, namespace), name).default" + eol + eol + "    return define" + eol;
 }
 
+bool is_uninlined_compile_entry(const FunctionInfo& fn) { return fn.is_entry && !(fn.owner && fn.name == "forward"); }
+
 }  // namespace graphmend::fixes

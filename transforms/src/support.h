@@ -87,5 +87,9 @@ std::optional<OperatorPlacement> operator_placement(const Document& doc, TSNode 
 // The module-level helper `_graphmend_runtime_op(name, schema)` that defines the operators, with its blank
 // lines, to insert after the imports; empty when the file has it already.
 std::string runtime_op_helper(const Document& doc, const std::string& torch, const std::string& eol);
+// `fn` is the function torch.compile compiles and never a frame Dynamo inlines into a caller: a compile entry
+// that is not a module's `forward` (which may also run as a submodule's). The rest of its graph is its own
+// remaining statements.
+bool is_uninlined_compile_entry(const FunctionInfo& fn);
 
 }  // namespace graphmend::fixes
