@@ -35,10 +35,11 @@ const RuleInfo kInfo{
         "drops. Refused: effects, randomness, module calls that may raise or write, a name written in place "
         "after the select, a shadowed `torch`. The result is a new tensor even where the original returned an "
         "input itself. LayerDrop (`r = torch.rand([])`, then `if r < p:`): `(not isinstance(p, (int, float)) or p "
-        "> 0) and r < p` is exact, since a draw in [0, 1) is never below a number <= 0 (NaN included); Dynamo "
-        "decides it at trace time, and every other `p` runs the original test. That fix is unsafe: under aot_eager "
-        "and inductor the draw, now unused, is removed as dead code, so the RNG state after the call differs. "
-        "`r <= p` is refused (a draw can be exactly 0.0).",
+        "> 0 or torch._assert_async(r >= 0, ...) is not None) and r < p` is exact, since a draw in [0, 1) is never "
+        "below a number <= 0 (NaN included); Dynamo decides it at trace time, and every other `p` runs the "
+        "original test. The assertion, which cannot fail, keeps the draw in the graph: unused, aot_eager and "
+        "inductor would remove it as dead code and the RNG state after the call would differ. `r <= p` and draws "
+        "of more than one element are refused.",
     .export_fails = true,
 };
 

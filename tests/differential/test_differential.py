@@ -154,11 +154,16 @@ def test_the_print_hazard_is_seen_with_the_unsafe_fix(tmp_path):
     assert any("compiled: transcript" in d for d in result.differences), result.differences
 
 
-def test_the_unused_draw_is_seen_with_the_unsafe_fix(tmp_path):
-    """hazards/rng_layerdrop_bound.py with the static precondition applied (--unsafe-fixes): under aot_eager the
-    draw, now unused, is removed as dead code, and the oracle sees another RNG state after the call."""
+def test_an_unused_draw_would_be_seen(tmp_path):
+    """hazards/rng_layerdrop_bound.py fixed, then with the assertion that reads the draw taken out (the fix as it
+    was before 2026-12-07): under aot_eager the draw, unused, is removed as dead code, and the oracle sees
+    another RNG state after the call. The fix as it is keeps it (the hazard's safe fix is compared equal)."""
     path = HAZARD_DIR / "rng_layerdrop_bound.py"
     fixed = tmp_path / path.name
-    assert graphmend_fix(path, fixed, unsafe=True)
+    assert graphmend_fix(path, fixed, unsafe=False)
+    text = fixed.read_text(encoding="utf-8")
+    keep = ' or torch._assert_async(dropout_probability >= 0, "torch.rand draws from [0, 1)") is not None'
+    assert keep in text
+    fixed.write_text(text.replace(keep, ""), encoding="utf-8")
     result = compare_files(path, fixed, gradients=False, seeds=(0,))
     assert any("compiled: rng" in d for d in result.differences), result.differences

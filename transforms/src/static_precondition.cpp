@@ -2,25 +2,32 @@
 //
 //   dropout_probability = torch.rand([])
 //   if dropout_probability < self.layerdrop:
-//   -> if (not isinstance(self.layerdrop, (int, float)) or self.layerdrop > 0) and dropout_probability <
-//   self.layerdrop:
+//   -> if (not isinstance(self.layerdrop, (int, float)) or self.layerdrop > 0
+//          or torch._assert_async(dropout_probability >= 0, "...") is not None) and dropout_probability <
+//          self.layerdrop:
 //
 // `torch.rand` draws from [0, 1) in every dtype, so `r < p` is False for every number `p <= 0` (NaN included:
 // `r < nan` is False too). The added precondition decides exactly those cases without reading the tensor, and
 // Dynamo decides it at trace time (a float or int attribute is a guarded constant): with the configs' default
 // `layerdrop = 0.0` the branch is pruned and the graph does not break. For any other `p` (positive, a tensor,
-// None, a string...) the original comparison runs as before, with its own result or exception. The draw itself
-// still runs in eager code, but under aot_eager and inductor the unused draw is dead code and is removed, so the
-// RNG stream differs: the fix is unsafe.
+// None, a string...) the original comparison runs as before, with its own result or exception.
+//
+// The draw must stay alive: where the original read it (the comparison fed the break), a graph that no longer
+// reads it loses it to dead-code elimination under aot_eager and inductor, and the RNG state after the call
+// (every later dropout mask) differs. `torch._assert_async(r >= 0, msg)` reads the draw exactly where the
+// original compared it; it is side-effectful to FX and AOTAutograd (never removed), it cannot fail (a draw is
+// >= 0), and it returns None, so `... is not None` is a Python False Dynamo folds away. Pinned on eager,
+// aot_eager and inductor by tests/oracle/test_static_precondition.py and the differential oracle.
 //
 // The same goes into a flag that only truth tests read (wav2vec2: `skip_the_layer = self.training and r < p`,
 // then `if not skip_the_layer or synced_gpus:`): there a Python False stands for a tensor False.
 //
-// Sound only when: the drawn name is bound once in the function, to `torch.rand(...)` (no `out=`), before the
-// test, and never written in place; `p` is a number literal, a name or an attribute chain (reading it again has
-// no effect: not a method or property of the class; a tensor bound fails the isinstance test and runs the
-// original comparison); `isinstance`, `int` and `float` are the
-// builtins. `r <= p` is left alone: `r` can be exactly 0, so it is not fixed for `p == 0`.
+// Sound only when: the drawn name is bound once in the function, to `torch.rand(...)` of one element (`[]`,
+// `1`, `(1, 1)`: a larger draw makes the original's `if` raise, which the pruned test would not), without
+// `out=`, before the test, and never written in place; `p` is a number literal, a name or an attribute chain
+// (reading it again has no effect: not a method or property of the class; a tensor bound fails the isinstance
+// test and runs the original comparison); `isinstance`, `int` and `float` are the builtins. `r <= p` is left
+// alone: `r` can be exactly 0, so it is not fixed for `p == 0`.
 #include <algorithm>
 #include <functional>
 
@@ -40,6 +47,16 @@ bool is_plain_operand(TSNode node) {
   return false;
 }
 
+// A size argument of `torch.rand` that gives one element: `1`, `[]`, `()`, `(1,)`, `[1, 1]`.
+bool size_is_one(const Document& doc, TSNode size) {
+  size = unparenthesize(size);
+  if (is_type(size, "integer")) return text(doc, size) == "1";
+  if (!is_type(size, "list") && !is_type(size, "tuple")) return false;
+  for (TSNode e : named_children(size))
+    if (!is_type(e, "comment") && !(is_type(e, "integer") && text(doc, e) == "1")) return false;
+  return true;
+}
+
 // Why `name` is not a fresh uniform draw in [0, 1) when `stmt` runs.
 std::string why_not_uniform_draw(const Document& doc, const SemanticModel& model, const FunctionInfo& fn,
                                  const std::string& name, TSNode stmt) {
@@ -51,12 +68,22 @@ std::string why_not_uniform_draw(const Document& doc, const SemanticModel& model
   auto callee = model.qualified_name(field(value, "function"));
   if (!callee || *callee != "torch.rand") return "`" + name + "` is not bound to a `torch.rand(...)` draw";
   TSNode args = field(value, "arguments");
+  bool one_element = true;
   for (uint32_t i = 0; i < ts_node_named_child_count(args); ++i) {
     TSNode a = ts_node_named_child(args, i);
     if (is_type(a, "keyword_argument") && text(doc, field(a, "name")) == "out")
       return "the draw writes into `out=`, a tensor that may be changed elsewhere";
     if (is_type(a, "list_splat") || is_type(a, "dictionary_splat")) return "the draw's arguments are unpacked";
+    if (is_type(a, "keyword_argument")) {
+      if (text(doc, field(a, "name")) == "size") one_element = one_element && size_is_one(doc, field(a, "value"));
+    } else if (!is_type(a, "comment")) {
+      one_element = one_element && size_is_one(doc, a);
+    }
   }
+  if (!one_element)
+    return "the draw `" + text(doc, value) +
+           "` is not provably one element: for a larger one the original's test raises, and the pruned test "
+           "would not";
   if (!defined_before(doc, fn, name, stmt)) return "`" + name + "` may be unbound when the test runs";
   if (auto why = why_written_in_place_after(doc, fn, name, statement_of(value)); !why.empty()) return why;
   return "";
@@ -192,21 +219,23 @@ TransformResult apply(const TransformContext& ctx) {
   if (auto why = why_operand_unplain(doc, *fn, found.bound); !why.empty()) return Refusal{why};
   if (auto why = why_builtins_shadowed(*fn); !why.empty()) return Refusal{why};
 
-  const std::string guarded =
-      "(not isinstance(" + bound + ", (int, float)) or " + bound + " > 0) and " + text(doc, found.comparison);
+  TorchName torch = torch_name(doc, model);
+  if (auto why = why_torch_unusable(doc, model, fn, torch); !why.empty()) return Refusal{why};
+  const std::string draw = text(doc, found.draw);
+  // Reads the draw where the original compared it, so the compiled graph keeps it (see the header).
+  const std::string keep_draw = torch.name + "._assert_async(" + draw + " >= 0, \"torch.rand draws from [0, 1)\")";
+  const std::string guarded = "(not isinstance(" + bound + ", (int, float)) or " + bound + " > 0 or " + keep_draw +
+                              " is not None) and " + text(doc, found.comparison);
   // An operand of and/or/not needs parentheses around the new `and`; the whole test does not.
   const bool whole = ts_node_eq(found.comparison, unparenthesize(test)) && !is_type(test, "parenthesized_expression");
   Fix fix;
   fix.edits.push_back({node_range(found.comparison), whole ? guarded : "(" + guarded + ")"});
+  if (torch.import_edit) fix.edits.push_back(*torch.import_edit);
   fix.title = "Decide `" + text(doc, found.comparison) + "` without the tensor when `" + bound +
               "` is a number <= 0 (a draw from torch.rand is never below it): Dynamo prunes the branch at trace "
-              "time, and every other value runs the original test (unsafe: under aot_eager and inductor the "
-              "draw, now unused, is removed as dead code, so the RNG state after the call and later random "
-              "draws such as dropout masks differ)";
-  // The draw runs in eager code and with Dynamo's eager backend, but AOTAutograd removes an unused random op:
-  // the original consumed the RNG (its draw fed the break), the fixed graph does not. Pinned by the
-  // differential oracle (aot_eager) on the layerdrop snapshots and hazards/rng_layerdrop_bound.py.
-  fix.applicability = Applicability::Unsafe;
+              "time, the draw stays in the graph (read by an assertion that cannot fail), and every other value "
+              "runs the original test";
+  fix.applicability = Applicability::Safe;
   return fix;
 }
 
