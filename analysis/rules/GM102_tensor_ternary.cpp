@@ -20,8 +20,10 @@ const RuleInfo kInfo{
     .fix_safety =
         "As for GM101: both alternatives must be pure and total (or a trace-time check in front, "
         "`torch.where(...) if <checks> else (a if t else b)`, keeps the original expression for the other "
-        "case), of proven equal shape and dtype. Kept: every observation; unsafe under autograd when an "
-        "alternative's derivative is not constant.",
+        "case), of proven equal shape and dtype (`x.is_floating_point()` is checked at trace time where only the "
+        "dtype is unproven). Kept: every observation; unsafe under autograd when an alternative's derivative is "
+        "not constant, and where an alternative may be an input, an attribute or a view of one and the result "
+        "escapes (aliasing).",
     .export_fails = true,
 };
 

@@ -981,6 +981,11 @@ bool is_floating(const Document& doc, const SemanticModel& model, TSNode expr, c
       return true;
     if (is_type(callee, "attribute") && one_of(std::string_view(last), kSameOps))
       return is_floating(doc, model, field(callee, "object"), fn, depth + 1, assumed);
+    // Reductions of a floating tensor stay floating (`x.float().sum()`).
+    static constexpr std::array<std::string_view, 7> kFloatKeepingReductions{"sum",    "prod",    "amax",     "amin",
+                                                                             "cumsum", "cumprod", "logsumexp"};
+    if (is_type(callee, "attribute") && one_of(std::string_view(last), kFloatKeepingReductions))
+      return is_floating(doc, model, field(callee, "object"), fn, depth + 1, assumed);
     return false;
   }
   if (t == "identifier") return local_is_floating(doc, model, text(doc, expr), fn, depth, assumed);
@@ -1063,17 +1068,26 @@ ValueShape shape_of(const Document& doc, const SemanticModel& model, TSNode expr
     // shape. `integral` stays true while every Python number met is an int literal.
     bool integral = true;
     auto scalar = [&](TSNode n) {
-      return python_number(doc, n, fn, integral) ||
-             (model.kind_of(n, fn) == ValueKind::Tensor && is_one_element(doc, model, n, fn));
+      if (python_number(doc, n, fn, integral)) return true;
+      if (model.kind_of(n, fn) != ValueKind::Tensor || !is_one_element(doc, model, n, fn)) return false;
+      integral = false;  // a one-element floating tensor makes an integer tensor floating
+      return true;
     };
     ValueShape out;
+    // A Python number or a one-element tensor mixed in keeps a floating tensor's dtype, but not always a bool or
+    // integer one's: `i * 0.5` is floating for an int64 `i` (Floating), `b * 2` int64 for a bool `b`
+    // (unless_bool). Only an operation between two tensors of the same base (`x + x`) keeps every dtype.
+    bool mixed = true;
     if (op == "**") {
-      // `x ** 2`, `x ** 0.5`: a tensor raised to a literal keeps its shape (and its dtype for an int exponent).
+      // `x ** 2`, `x ** 0.5`: a tensor raised to a literal keeps its shape.
       // Not a negative or computed exponent: an integer tensor to a negative integer power raises.
       if (ls.likeness == Likeness::None || !(is_type(r, "integer") || is_type(r, "float"))) return {};
       integral = is_type(r, "integer");
       out = ls;
-    } else if (ls.likeness != Likeness::None && (scalar(r) || (rs.base == ls.base && rs.likeness != Likeness::None)))
+    } else if (ls.likeness != Likeness::None && rs.base == ls.base && rs.likeness != Likeness::None) {
+      out = ls;
+      mixed = false;
+    } else if (ls.likeness != Likeness::None && scalar(r))
       out = ls;
     else if (rs.likeness != Likeness::None && scalar(l))
       out = rs;
@@ -1081,6 +1095,8 @@ ValueShape shape_of(const Document& doc, const SemanticModel& model, TSNode expr
       return {};
     bool floaty = op == "/" || !integral || ls.likeness == Likeness::Floating || rs.likeness == Likeness::Floating;
     out.likeness = floaty ? Likeness::Floating : Likeness::Same;
+    // Integer literals keep every dtype but bool's.
+    out.unless_bool = !floaty && (mixed || ls.unless_bool || rs.unless_bool);
     return out;
   }
   if (t == "call") {

@@ -139,8 +139,8 @@ def test_indent_escapes_and_string_sources_are_kept(tmp_path):
     assert proc.returncode == 0, proc.stderr.decode()
     expected = json.loads(before)
     source = expected["cells"][0]["source"]
-    expected["cells"][0]["source"] = source.replace("    if x.sum() > 0:  # \u00e9\n        x = x + 1\n",
-                                                    "    # \u00e9\n    x = torch.where(x.sum() > 0, x + 1, x)\n")
+    expected["cells"][0]["source"] = source.replace("    if x.sum() > 0:  # \u00e9\n        x = x + x\n",
+                                                    "    # \u00e9\n    x = torch.where(x.sum() > 0, x + x, x)\n")
     assert path.read_bytes() == nbformat_bytes(expected, indent=2, ensure_ascii=True)
     assert isinstance(json.loads(path.read_bytes())["cells"][0]["source"], str)
 
@@ -179,7 +179,7 @@ def test_ipython_syntax_is_neither_a_syntax_error_nor_moved(tmp_path):
     cells = [
         "%matplotlib inline\n!pip install torch \\\n    --quiet\nimport torch\nfiles = !ls\ntorch.randn?",
         "%%bash\nif [ -n \"$X\" ]; then echo \"(\"; fi",
-        "%%time\ndef step(x):\n    %time y = x * 2\n    if x.sum() > 0:\n        x = x + 1\n    return x",
+        "%%time\ndef step(x):\n    %time y = x * 2\n    if x.sum() > 0:\n        x = x + x\n    return x + 0",
         "%%writefile helper.py\ndef broken(:\n    pass",
         "fast = torch.compile(step)",
     ]
@@ -194,7 +194,7 @@ def test_ipython_syntax_is_neither_a_syntax_error_nor_moved(tmp_path):
     fixed = json.loads(path.read_bytes())
     assert "".join(fixed["cells"][0]["source"]) == cells[0]
     assert "".join(fixed["cells"][2]["source"]) == (
-        "%%time\ndef step(x):\n    %time y = x * 2\n    x = torch.where(x.sum() > 0, x + 1, x)\n    return x")
+        "%%time\ndef step(x):\n    %time y = x * 2\n    x = torch.where(x.sum() > 0, x + x, x)\n    return x + 0")
     assert "".join(fixed["cells"][3]["source"]) == cells[3]
 
 

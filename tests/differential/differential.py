@@ -9,6 +9,8 @@ overrides it), and compares:
 
   * the outcome: returned value (structure, and for tensors shape, dtype, device, requires_grad and the
     exact bits, NaN == NaN) or the exception (class, message, and the class and message of its cause);
+  * aliasing: which returned tensors are an argument or a parameter/buffer itself, or share its storage (a
+    view), and which returned tensors are the same object;
   * the transcript: stdout, stderr, log records and warnings, in order;
   * state after the call: the module's state_dict (bits), its plain attributes, the arguments (written in
     place?), the global RNG state, the grad mode;
@@ -195,16 +197,58 @@ def _compiled(fn):
     return torch.compile(fn, backend=BACKEND)
 
 
+def _tensors(value: Any) -> list:
+    if isinstance(value, torch.Tensor):
+        return [value]
+    if isinstance(value, (list, tuple)):
+        return [t for v in value for t in _tensors(v)]
+    if isinstance(value, dict):
+        return [t for v in value.values() for t in _tensors(v)]
+    return []
+
+
+def _aliases(result: Any, args: Any, fn) -> tuple:
+    """Which returned tensors, and tensors the module keeps in plain attributes, are an argument or a
+    parameter/buffer itself ("is"), or share its storage (a view), and which of them are one another: a select
+    returns a new tensor where the original may return its input (docs/fix-safety.md, aliasing)."""
+    owners = [("arg", i, t) for i, t in enumerate(_tensors(args))]
+    kept = [("out", i, t) for i, t in enumerate(_tensors(result))]
+    if isinstance(fn, nn.Module):
+        owners += [("state", name, t) for name, t in fn.state_dict(keep_vars=True).items()]
+        for prefix, sub in fn.named_modules():
+            for k, v in vars(sub).items():
+                if isinstance(v, torch.Tensor) and not k.startswith("_"):
+                    kept.append(("attr", f"{prefix}.{k}", v))
+
+    def storage(t: torch.Tensor):
+        try:
+            return t.untyped_storage().data_ptr() if t.numel() else None
+        except (RuntimeError, NotImplementedError):
+            return None
+
+    out = []
+    for i, (kind, key, t) in enumerate(kept):
+        same = [(k, n) for k, n, o in owners if o is t]
+        shared = [(k, n) for k, n, o in owners if o is not t and storage(t) is not None and storage(t) == storage(o)]
+        twins = [(k, n) for k, n, u in kept[:i] if u is t]
+        if same or shared or twins:
+            out.append((kind, key, tuple(same), tuple(shared), tuple(twins)))
+    return tuple(out)
+
+
 def observe(fn, args, seed: int, compiled: bool) -> dict:
     torch.set_grad_enabled(True)  # a run that leaks grad mode is caught below, then reset
     torch.manual_seed(10_000 + seed)
     target = _compiled(fn) if compiled else fn
     with transcript() as events:
+        aliases = ()
         try:
-            outcome = ("ok", _describe(target(*args)))
+            value = target(*args)
+            outcome = ("ok", _describe(value))
+            aliases = _aliases(value, args, fn)
         except Exception as exc:  # noqa: BLE001 - the exception is an observation
             outcome = _describe_exception(exc)
-    observed = {"outcome": outcome, "transcript": _normalise(events), "state": _state(fn),
+    observed = {"outcome": outcome, "aliases": aliases, "transcript": _normalise(events), "state": _state(fn),
                 "arguments": _describe(args),  # arguments written in place
                 "rng": torch.get_rng_state().tolist(), "grad_mode": torch.is_grad_enabled()}
     torch.set_grad_enabled(True)
@@ -335,8 +379,8 @@ def _first_difference(a: dict, b: dict, trace_time: set[str] = frozenset(), comp
         if not kept or lost:
             return f"transcript: original {str(a['transcript'])[:300]} / fixed {str(b['transcript'])[:300]}"
         a, b = dict(a, transcript=None), dict(b, transcript=None)
-    for key in ("transcript", "state", "arguments", "rng", "grad_mode"):
-        if a[key] != b[key]:
+    for key in ("aliases", "transcript", "state", "arguments", "rng", "grad_mode"):
+        if a.get(key) != b.get(key):
             return f"{key}: original {str(a[key])[:300]} / fixed {str(b[key])[:300]}"
     return None
 

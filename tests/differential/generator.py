@@ -53,6 +53,8 @@ PRELUDES: tuple[tuple[str | None, tuple[str, ...]], ...] = (
     ("h = self.proj(x)", ("h", "h + x", "h * 2")),
     ("h = x * 2 + y", ("h", "h - 1")),
     ("x = x + 0.5", ()),
+    # a local the function made, floating: values over it are neither an input (aliasing) nor of another dtype
+    ("z = x * 1.5 + 0.5", ("z", "z + 1", "z * 2", "z - y")),
 )
 
 CONSTRUCTS: tuple[str, ...] = ("if_else", "if_no_else", "early_return", "ternary", "raise_guard", "elif_chain")

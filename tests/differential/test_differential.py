@@ -167,3 +167,15 @@ def test_an_unused_draw_would_be_seen(tmp_path):
     fixed.write_text(text.replace(keep, ""), encoding="utf-8")
     result = compare_files(path, fixed, gradients=False, seeds=(0,))
     assert any("compiled: rng" in d for d in result.differences), result.differences
+
+
+@pytest.mark.parametrize("name", ["alias_input_returned", "alias_view_stored"])
+def test_aliasing_is_seen_with_the_unsafe_fix(name, tmp_path):
+    """#28 technique 6: the select's new tensor, where the original returned its input itself or kept a view of
+    it on the module, is seen by the oracle's aliasing observation: the fix is unsafe for that reason only."""
+    path = HAZARD_DIR / f"{name}.py"
+    fixed = tmp_path / path.name
+    assert not graphmend_fix(path, fixed, unsafe=False)
+    assert graphmend_fix(path, fixed, unsafe=True)
+    result = compare_files(path, fixed, gradients=False, seeds=(0,))
+    assert result.differences and all("aliases" in d for d in result.differences), result.differences

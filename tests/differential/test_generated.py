@@ -44,14 +44,15 @@ def test_generator_reaches_safe_fixes(tmp_path):
 
     rng = random.Random(0)
     seen, fixed = set(), 0
-    for i in range(60):
+    for i in range(150):
         program = random_program(rng)
         seen.add(program.construct)
         src, dest = tmp_path / f"p{i}.py", tmp_path / f"p{i}_fixed.py"
         src.write_text(program.source, encoding="utf-8")
         fixed += graphmend_fix(src, dest)
     assert seen == set(CONSTRUCTS)
-    assert fixed >= 3, f"only {fixed} of 60 generated programs got a safe fix"
+    # Most draws mix an input into the result, which aliasing (an input returned itself) or dtypes make unsafe.
+    assert fixed >= 3, f"only {fixed} of 150 generated programs got a safe fix"
 
 
 def test_oracle_rejects_a_wrong_fix(tmp_path):

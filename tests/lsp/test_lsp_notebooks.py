@@ -21,8 +21,8 @@ MODEL = (
     "\n"
     "def step(x):\n"
     "    if x.sum() > 0:\n"
-    "        x = x + 1\n"
-    "    return x"
+    "        x = x + x\n"
+    "    return x + 0"
 )
 COMPILE = "!nvidia-smi -L\nfast = torch.compile(step)"
 
@@ -112,7 +112,7 @@ def test_quick_fix_and_fix_all_edit_the_cell_documents(session):
     [change] = fix["edit"]["documentChanges"]
     assert change["textDocument"] == {"uri": uris["model"], "version": 1}
     fixed = apply_text_edits(MODEL, change["edits"])
-    assert fixed == MODEL.replace("    if x.sum() > 0:\n        x = x + 1\n", "    x = torch.where(x.sum() > 0, x + 1, x)\n")
+    assert fixed == MODEL.replace("    if x.sum() > 0:\n        x = x + x\n", "    x = torch.where(x.sum() > 0, x + x, x)\n")
     suppress = next(a for a in actions if "noqa" in a["title"])
     assert apply_text_edits(MODEL, edits_for(suppress["edit"], uris["model"])).splitlines()[4].endswith("# noqa: GM101")
 

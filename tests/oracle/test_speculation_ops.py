@@ -181,7 +181,8 @@ def test_masked_fill_check_is_exactly_when_the_fill_keeps_the_shape(tmp_path):
     source = tmp_path / "m.py"
     source.write_text(
         "import torch\n\n\ndef f(scores: torch.Tensor, mask: torch.Tensor):\n"
-        "    if (mask > 0).any():\n        scores = scores.masked_fill(mask > 0, 1.0)\n    return scores\n", encoding="utf-8")
+        "    if (mask > 0).any():\n        scores = scores.masked_fill(mask > 0, 1.0)\n    return scores * 1\n",
+        encoding="utf-8")  # `* 1`: the input itself is not returned (aliasing would make the fix unsafe)
     proc = run_graphmend("check", "--fix", "--exit-zero", "-q", str(source))
     assert proc.returncode == 0, proc.stderr
     line = next(l for l in source.read_text(encoding="utf-8").splitlines() if "zip(mask.shape" in l)

@@ -138,14 +138,14 @@ TEST_CASE("notebook: invalid JSON names the line and column") {
 
 TEST_CASE("notebook: fix_all applies no fix touching a protected range, and moves the ranges") {
   const std::string src =
-      "import torch\n\n\n@torch.compile\ndef f(x):\n    if x.sum() > 0:\n        x = x + 1\n    return x\n\n\n"
+      "import torch\n\n\n@torch.compile\ndef f(x):\n    if x.sum() > 0:\n        x = x + x\n    return x + 0\n\n\n"
       "@torch.compile\ndef g(x):\n    if x.sum() > 0:\n        x = x - 1\n    return x\n";
   const std::string kept = "        x = x - 1";
   const auto at = static_cast<uint32_t>(src.find(kept));
   FixOptions options;
   options.protected_ranges = {{at, at + static_cast<uint32_t>(kept.size())}};
   const FixAllResult fixed = fix_all("m.py", src, Config{}, options);
-  CHECK(fixed.text.find("x = torch.where(x.sum() > 0, x + 1, x)") != std::string::npos);
+  CHECK(fixed.text.find("x = torch.where(x.sum() > 0, x + x, x)") != std::string::npos);
   CHECK(fixed.text.find("    if x.sum() > 0:\n" + kept) != std::string::npos);  // g's fix was not applied
   REQUIRE(fixed.protected_ranges.size() == 1);
   CHECK(fixed.text.substr(fixed.protected_ranges[0].start, kept.size()) == kept);

@@ -159,9 +159,10 @@ TEST_CASE("the incremental path leaves out a function an edit makes too deep, an
 
 TEST_CASE("a lone CR ends a line for the parser and the line index; offsets are the text's own") {
   // Two safe fixes far apart (kOther's print has only an unsafe fix in a forward).
-  std::string lf = std::string(kModule) + "        if x.sum() > 0:\n            x = x + 1\n        return x\n" +
+  // `x + x` and `return x + 0`: same dtype for every x, and the input itself is never returned (aliasing).
+  std::string lf = std::string(kModule) + "        if x.sum() > 0:\n            x = x + x\n        return x + 0\n" +
                    "\n\nclass Other(nn.Module):\n    def forward(self, x):\n        if x.sum() > 1:\n" +
-                   "            x = x * 2\n        return x\n";
+                   "            x = x + x\n        return x + 0\n";
   std::string cr = lf;
   for (char& c : cr)
     if (c == '\n') c = '\r';
@@ -173,7 +174,7 @@ TEST_CASE("a lone CR ends a line for the parser and the line index; offsets are 
   REQUIRE(codes(fb) == codes(fa));
   for (size_t i = 0; i < fa.findings.size(); ++i) CHECK(fb.findings[i].range == fa.findings[i].range);
   // Edits keep the tree in step: one that turns a lone CR into CRLF and back.
-  const auto at = static_cast<uint32_t>(cr.find("return x\r") + 9);
+  const auto at = static_cast<uint32_t>(cr.find("return x + 0\r") + 13);
   b.apply_edit({at, at}, "\n");
   CHECK_FALSE(b.has_syntax_errors());
   b.apply_edit({at, at + 1}, "");

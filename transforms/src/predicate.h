@@ -20,6 +20,10 @@ struct SelectCheck {
   // Non-empty when the values are pure but their shapes/dtypes are not provably equal: a select is still
   // legal behind a trace-time check (`a.shape == b.shape and a.dtype == b.dtype`, static for Dynamo).
   std::string shape_unproven;
+  // Set with shape_unproven when only the dtype is unproven and the base is a name: `x.is_floating_point()` (or
+  // `x.dtype != torch.bool`), a trace-time check under which every value keeps `x`'s dtype (a transform may use
+  // it as a precheck instead).
+  std::string floating_check;
   // Trace-time checks (`x.dtype != torch.bool`...) that must hold before the values may be evaluated: the
   // fix tests them first and runs the original branch when one fails.
   std::vector<std::string> prechecks;
@@ -32,5 +36,19 @@ SelectCheck check_select(const Document& doc, const SemanticModel& model, const 
                          const std::vector<TSNode>& values, TSNode statement,
                          const std::vector<RaiseCondition>& established, bool keeps_old_value, const std::string& torch,
                          const std::string& kept_name = "");
+
+// #28 technique 6, aliasing made explicit: torch.where returns a new tensor, where the original may return one
+// of its alternatives itself: an input, an attribute, a view of one (`x[:, :1]`, `x.view(...)`, `x.to(...)`,
+// which may return `x`), or the variable's old value (`kept_name`) when that is one of these. Non-empty (the
+// reason, for an unsafe fix's title) when some alternative may be such a tensor and the selected value escapes
+// where identity can be seen: returned or yielded, stored (an attribute, a subscript, a container's
+// append/extend/insert/add/update/setdefault, another name), or compared by identity (`is`, `id()`). `target`
+// is the name the select is bound to; empty when the select itself is the expression at `site` (a ternary, a
+// predicated return). Calls that receive the value are assumed not to keep it (torch operators and modules do
+// not; a callee that stores its argument is not followed). With `target`, `site` is the statement being
+// rewritten, whose own reads are not followed.
+std::string why_alias_observable(const Document& doc, const SemanticModel& model, const FunctionInfo& fn,
+                                 const std::vector<TSNode>& values, const std::string& kept_name,
+                                 const std::string& target, TSNode site);
 
 }  // namespace graphmend::fixes

@@ -316,6 +316,7 @@ TransformResult apply(const TransformContext& ctx) {
     SelectCheck check = check_select(doc, model, *fn, all, stmt, established, false, torch.name);
     if (!check.refusal.empty()) return Refusal{check.refusal};
     hazard = check.hazard;
+    if (hazard.empty()) hazard = why_alias_observable(doc, model, *fn, all, "", "", fallback);
     std::vector<std::string> values;
     for (TSNode r : returns) values.push_back(text(doc, r));
     bool shapes = !check.shape_unproven.empty();
@@ -452,6 +453,8 @@ TransformResult apply(const TransformContext& ctx) {
         }
       }
       if (hazard.empty()) hazard = check.hazard;
+      if (hazard.empty())
+        hazard = why_alias_observable(doc, model, *fn, values, keeps_old_value ? name : "", name, stmt);
       targets.push_back({name + " = ", texts.empty() ? name : texts[0], fallback});
       chain_values.push_back(texts);
     }

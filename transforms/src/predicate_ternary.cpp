@@ -27,7 +27,13 @@ TransformResult apply(const TransformContext& ctx) {
   SelectCheck check =
       check_select(doc, ctx.model, *fn, {a, b}, node, established_by(doc, ctx.model, cond, *fn), false, torch.name);
   if (!check.refusal.empty()) return Refusal{check.refusal};
+  // Only the dtype unproven: a floating `x` keeps it in every value, checked at trace time (else the original runs).
+  if (!check.shape_unproven.empty() && !check.floating_check.empty()) {
+    check.prechecks.push_back(check.floating_check);
+    check.shape_unproven.clear();
+  }
   if (!check.shape_unproven.empty()) return Refusal{check.shape_unproven};
+  if (check.hazard.empty()) check.hazard = why_alias_observable(doc, ctx.model, *fn, {a, b}, "", "", node);
   Fix fix;
   fix.title = "Select with torch.where: both alternatives are computed and one is selected in the graph";
   if (!check.hazard.empty()) {

@@ -84,6 +84,8 @@ enum class Likeness { None, Same, Floating };  // Same: shape and dtype of base;
 struct ValueShape {
   std::string base;  // the tensor variable the value is shaped like ("" for none)
   Likeness likeness = Likeness::None;
+  // Same, but for a bool base: an integer literal mixed in (`b + 1`, `b * 2`, `b ** 2`) makes an int64 tensor.
+  bool unless_bool = false;
 };
 ValueShape shape_of(const Document& doc, const SemanticModel& model, TSNode expr, const FunctionInfo& fn);
 // The variable provably holds a floating-point tensor (module outputs, float factories, divisions...).

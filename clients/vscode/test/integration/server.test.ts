@@ -341,7 +341,7 @@ describe(`graphmend server (${serverBinary()}) as the VS Code extension drives i
         { notebook: { notebookType: 'jupyter-notebook' }, cells: [{ language: 'python' }] },
       ]);
       const cell = (n: number) => `vscode-notebook-cell:${notebook}#W${n}sZmlsZQ%3D%3D`;
-      const model = 'import torch\n\ndef step(x):\n    if x.sum() > 0:\n        x = x + 1\n    return x\n';
+      const model = 'import torch\n\ndef step(x):\n    if x.sum() > 0:\n        x = x + x\n    return x + 0\n';
       const compile = 'fast = torch.compile(step)\n';
       // What vscode-languageclient sends for an opened notebook (its capabilities declare notebook sync).
       assert.ok(session.initialize.capabilities.notebookDocument?.synchronization);
@@ -369,7 +369,7 @@ describe(`graphmend server (${serverBinary()}) as the VS Code extension drives i
       const actions = await modelCell.codeActions(diagnostics[0].range, diagnostics);
       const fix = actions.find((a) => a.kind === 'quickfix' && a.isPreferred);
       assert.ok(fix, `a quick fix among ${actions.map((a) => a.title)}`);
-      assert.equal(await modelCell.apply(fix), model.replace('    if x.sum() > 0:\n        x = x + 1\n', '    x = torch.where(x.sum() > 0, x + 1, x)\n'));
+      assert.equal(await modelCell.apply(fix), model.replace('    if x.sum() > 0:\n        x = x + x\n', '    x = torch.where(x.sum() > 0, x + x, x)\n'));
       assert.deepEqual(await new Editor(session, cell(1), compile).diagnostics(), []);
     } finally {
       const code = await session.close();
