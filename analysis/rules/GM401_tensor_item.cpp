@@ -15,7 +15,9 @@ const RuleInfo kInfo{
     .registry_id = "GB0124",
     .fix_summary =
         "When the number only feeds a comparison with a literal in a test, the `.item()` is removed and the "
-        "value stays a 0-d tensor (then GM101 can predicate the branch).",
+        "value stays a 0-d tensor (then GM101 can predicate the branch). Compared with another number, a name or "
+        "an attribute in an `if` that can be predicated, the branch is predicated on the exact double-precision "
+        "comparison `x.double() OP b`, checked at trace time.",
     .example_bad = "if x.abs().max().item() > 1:\n    x = x / 2",
     .example_good = "if x.abs().max() > 1:\n    x = x / 2",
     .fixable = true,
@@ -25,7 +27,11 @@ const RuleInfo kInfo{
         "within float16's range (a bfloat16 2048.0 is not `> 2047` in torch), and, unless the tensor is "
         "provably floating, an integer in [0, 127] (int8 and uint8 wrap a literal out of their range: an int8 "
         "5 is `> 200` in torch). The tensor is provably one element (`.item()` of a larger tensor raises, and "
-        "so does the `if` on it).",
+        "so does the `if` on it). The double-precision form is what Python computes: a float's value is exact in "
+        "double for every floating dtype, and so is a float bound or an int one within 2^53; Dynamo checks at "
+        "trace time that the tensor is floating and the bound such a number "
+        "(`torch.as_tensor((x.double() > b) if <checks> else (x.item() > b))`), and the original comparison runs "
+        "otherwise. The predication then keeps what GM101's does.",
 };
 
 void check(RuleContext& ctx, const Visit& v) {

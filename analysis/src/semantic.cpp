@@ -969,7 +969,7 @@ void SemanticModel::mark_compile_target(TSNode call, TSNode target, const std::s
   const ClassInfo* cls = nullptr;
   if (object == "self") {
     const FunctionInfo* in = function_containing(call);
-    while (in && in->parent) in = in->parent;
+    if (in) in = &in->outermost();
     cls = in ? in->owner : nullptr;
     if (cls) {
       if (const std::string* module = inherited(cls, attr, &ClassInfo::attribute_module_classes)) {
@@ -1064,8 +1064,7 @@ void SemanticModel::collect_compile_call_targets() {
 
 SemanticModel::ResolvedCalls SemanticModel::resolved_calls(const FunctionInfo& caller) const {
   ResolvedCalls out;
-  const FunctionInfo* top = &caller;
-  while (top->parent) top = top->parent;
+  const FunctionInfo* top = &caller.outermost();
   for_each_body_node(caller, [&](TSNode node) {
     if (!is_type(node, "call")) return;
     const FunctionInfo* callee = resolve_callee(node, caller);
@@ -1821,8 +1820,7 @@ const FunctionInfo* SemanticModel::find_callee(TSNode call, const FunctionInfo& 
     if (it != top_level_by_name_.end()) return it->second;
     // `for layer in self.layers: layer(x)` (or `for i, layer in enumerate(self.layers)`): the forward of
     // the ModuleList's element class.
-    const FunctionInfo* top = &caller;
-    while (top->parent) top = top->parent;
+    const FunctionInfo* top = &caller.outermost();
     for (TSNode loop = ts_node_parent(call); !ts_node_is_null(loop); loop = ts_node_parent(loop)) {
       if (is_type(loop, "function_definition")) break;
       if (!is_type(loop, "for_statement")) continue;
@@ -1846,8 +1844,7 @@ const FunctionInfo* SemanticModel::find_callee(TSNode call, const FunctionInfo& 
     TSNode object = field(callee, "object");
     std::string method = text_of(document_, field(callee, "attribute"));
     const ClassInfo* cls = nullptr;
-    const FunctionInfo* top = &caller;
-    while (top->parent) top = top->parent;
+    const FunctionInfo* top = &caller.outermost();
     std::string object_text = text_of(document_, object);
     if (object_text == "self" || object_text == "cls" || object_text.starts_with("super(")) {
       cls = top->owner;
@@ -2325,6 +2322,44 @@ bool read_before_binding(TSNode binding) {
 }
 }  // namespace
 
+ReachingBindings reaching_bindings(TSNode read, const std::vector<TSNode>& bindings, const FunctionInfo& fn) {
+  ReachingBindings out;
+  const uint32_t read_start = ts_node_start_byte(read);
+  // Before the read, latest first: a plain assignment that dominates the read hides every earlier one.
+  bool dominated = false;
+  for (auto it = bindings.rbegin(); it != bindings.rend() && !dominated; ++it) {
+    const TSNode b = *it;
+    if (inside(read, b) && !read_before_binding(b)) {
+      // A for loop's variables reach its body; a comprehension's reach its own expressions.
+      if (!is_type(b, "for_statement") ||
+          (inside(read, field(b, "body")) && !killed(ts_node_start_byte(field(b, "body")), read, bindings, fn)))
+        out.bindings.push_back(b);
+      dominated = is_type(b, "for_statement") && inside(read, field(b, "body"));
+      continue;
+    }
+    if (ts_node_end_byte(b) > read_start) continue;
+    if (dominates(b, read, fn)) {
+      out.bindings.push_back(b);
+      dominated = true;
+    } else if (!in_other_branch(b, read, fn) || carrying_loop(b, read, fn)) {
+      out.bindings.push_back(b);
+    }
+  }
+  out.entry = !dominated;
+  out.carried_from = out.bindings.size();
+  // After the read (or around it, a right-hand side that reads the name): only through a loop, unless the
+  // loop body rebinds it before the read.
+  if (in_loop(read, fn)) {
+    for (TSNode b : bindings) {
+      // Bindings that hold the read count only when they evaluate it first; others only when after it.
+      if (inside(read, b) ? !read_before_binding(b) : ts_node_end_byte(b) <= read_start) continue;
+      const ByteRange* loop = carrying_loop(b, read, fn);
+      if (loop && !killed(loop->start, read, bindings, fn)) out.bindings.push_back(b);
+    }
+  }
+  return out;
+}
+
 void SemanticModel::new_flow_generation() const { flow_generation_ = ++flow_generations; }
 
 std::optional<ValueKind> SemanticModel::binding_kind(TSNode binding, const std::string& name,
@@ -2374,38 +2409,10 @@ std::optional<ValueKind> SemanticModel::kind_at(TSNode read, const std::string& 
   auto join = [&](TSNode b) {
     if (std::optional<ValueKind> k = binding_kind(b, name, fn)) joined = joined ? merge(*joined, *k) : *k;
   };
-  const uint32_t read_start = ts_node_start_byte(read);
-  // Before the read, latest first: a plain assignment that dominates the read hides every earlier one.
-  bool dominated = false;
-  for (auto it = bindings.rbegin(); it != bindings.rend() && !dominated; ++it) {
-    const TSNode b = *it;
-    if (inside(read, b) && !read_before_binding(b)) {
-      // A for loop's variables reach its body; a comprehension's reach its own expressions.
-      if (!is_type(b, "for_statement") ||
-          (inside(read, field(b, "body")) && !killed(ts_node_start_byte(field(b, "body")), read, bindings, fn)))
-        join(b);
-      dominated = is_type(b, "for_statement") && inside(read, field(b, "body"));
-      continue;
-    }
-    if (ts_node_end_byte(b) > read_start) continue;
-    if (dominates(b, read, fn)) {
-      join(b);
-      dominated = true;
-    } else if (!in_other_branch(b, read, fn) || carrying_loop(b, read, fn)) {
-      join(b);
-    }
-  }
-  if (is_param && !dominated) joined = joined ? merge(*joined, param->second) : param->second;
-  // After the read (or around it, a right-hand side that reads the name): only through a loop, unless the
-  // loop body rebinds it before the read.
-  if (in_loop(read, fn)) {
-    for (TSNode b : bindings) {
-      // Bindings that hold the read count only when they evaluate it first; others only when after it.
-      if (inside(read, b) ? !read_before_binding(b) : ts_node_end_byte(b) <= read_start) continue;
-      const ByteRange* loop = carrying_loop(b, read, fn);
-      if (loop && !killed(loop->start, read, bindings, fn)) join(b);
-    }
-  }
+  const ReachingBindings reaching = reaching_bindings(read, bindings, fn);
+  for (size_t i = 0; i < reaching.carried_from; ++i) join(reaching.bindings[i]);
+  if (is_param && reaching.entry) joined = joined ? merge(*joined, param->second) : param->second;
+  for (size_t i = reaching.carried_from; i < reaching.bindings.size(); ++i) join(reaching.bindings[i]);
   flow_state.for_generation(flow_generation_);
   flow_state.store(std::move(key), joined, flow_state.cuts != cuts);
   return joined;
@@ -2514,8 +2521,7 @@ ValueKind SemanticModel::kind_of(TSNode expr, const FunctionInfo& fn) const {
     TSNode object = field(expr, "object");
     std::string attr = text_of(document_, field(expr, "attribute"));
     if (is_type(object, "identifier") && text_of(document_, object) == "self") {
-      const FunctionInfo* top = &fn;
-      while (top->parent) top = top->parent;
+      const FunctionInfo* top = &fn.outermost();
       return attribute_kind(top->owner, attr);
     }
     if (auto q = qualified_name(expr)) {
@@ -2943,8 +2949,7 @@ std::vector<std::pair<std::string, std::string>> SemanticModel::imported_calls(c
   // `self.method(...)` that no class of this file defines, on a class whose base is imported: the
   // method is inherited from that file ("Base.method" asks it to trace Base's method, looked up along
   // Base's own bases there). Properties count: `self.loss_function(...)` runs the getter first.
-  const FunctionInfo* top = &function;
-  while (top->parent) top = top->parent;
+  const FunctionInfo* top = &function.outermost();
   if (top->owner) {
     std::vector<std::string> imported_bases;
     walk_bases(
@@ -3140,8 +3145,7 @@ std::optional<bool> SemanticModel::static_truth_of(TSNode condition, const Funct
     }
   }
   if (function && is_type(condition, "attribute") && text_of(document_, field(condition, "object")) == "self") {
-    const FunctionInfo* top = function;
-    while (top->parent) top = top->parent;
+    const FunctionInfo* top = &function->outermost();
     std::string attr = text_of(document_, field(condition, "attribute"));
     if (attr != "training") {
       if (auto c = constant_attribute(top->owner, attr)) return c;
@@ -3181,8 +3185,9 @@ std::optional<bool> SemanticModel::static_truth_of(TSNode condition, const Funct
       return true;
   }
   // graphmend's trace-time checks in front of a select (`x.dtype != torch.bool`, `x.dim() >= 2`...): the
-  // test of an `if` that follows `graphmend_cond = ...` and falls back to `elif graphmend_cond:`, or of
-  // `torch.where(c, a, b) if <checks> else (a if c else b)`. Reports assume the checks pass. (Not for
+  // test of an `if` that follows `graphmend_cond = ...` and falls back to `elif graphmend_cond:`, of
+  // `torch.where(c, a, b) if <checks> else (a if c else b)`, or of `(x.double() > b) if <checks> else
+  // (x.item() > b)`. Reports assume the checks pass. (Not for
   // an operand of and/or/not, whose parent is known: ts_node_parent rescans from the root.)
   if (TSNode p = operand ? TSNode{} : ts_node_parent(condition); !ts_node_is_null(p)) {
     if (is_type(p, "if_statement") && ts_node_eq(field(p, "condition"), condition)) {
@@ -3205,6 +3210,15 @@ std::optional<bool> SemanticModel::static_truth_of(TSNode condition, const Funct
         if (args.size() == 3 && text_of(document_, args[1]) == text_of(document_, named_child(original, 0)) &&
             text_of(document_, args[2]) == text_of(document_, named_child(original, 2)))
           return true;
+      }
+      // `(x.double() > b) if <checks> else (x.item() > b)`: the exact .item() comparison (#28 technique 4).
+      TSNode exact = unparenthesize(select);
+      if (is_type(exact, "comparison_operator") && is_type(original, "comparison_operator")) {
+        std::string expected(document_.node_text(exact));
+        if (const auto at = expected.find(".double()"); at != std::string::npos) {
+          expected.replace(at, 9, ".item()");
+          if (expected == document_.node_text(original)) return true;
+        }
       }
     }
   }

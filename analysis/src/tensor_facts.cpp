@@ -261,8 +261,7 @@ class Speculator {
       return;
     }
     if (text(doc_, unparenthesize(object)) == "self") {
-      const FunctionInfo* top = &fn_;
-      while (top->parent) top = top->parent;
+      const FunctionInfo* top = &fn_.outermost();
       if (top->owner && top->owner->is_module && name == "training") return;  // every nn.Module has it
       if (top->owner && (top->owner->attributes.count(name) || top->owner->methods.count(name) ||
                          !model_.attribute_constructor(top->owner, name).empty()))
@@ -642,8 +641,7 @@ class Speculator {
 
     // self.m(x): submodules.
     if (is_type(callee, "attribute") && text(doc_, unparenthesize(field(callee, "object"))) == "self") {
-      const FunctionInfo* top = &fn_;
-      while (top->parent) top = top->parent;
+      const FunctionInfo* top = &fn_.outermost();
       std::string ctor = model_.attribute_constructor(top->owner, last);
       std::string_view cls = std::string_view(ctor).substr(ctor.rfind('.') + 1);
       if (!ctor.starts_with("torch.nn."))
@@ -945,6 +943,82 @@ bool local_is_floating(const Document& doc, const SemanticModel& model, const st
   return all;
 }
 
+bool local_not_bool(const Document& doc, const FunctionInfo& fn, const std::string& name) {
+  if (std::find(fn.params.begin(), fn.params.end(), name) != fn.params.end()) return false;
+  auto it = fn.binding_nodes.find(name);
+  if (it == fn.binding_nodes.end() || it->second.empty()) return false;
+  for (TSNode b : it->second) {
+    if (is_type(b, "augmented_assignment")) continue;  // `y += 1` on a tensor keeps its dtype
+    if (!is_type(b, "assignment") || !is_type(field(b, "left"), "identifier")) return false;
+    TSNode right = unparenthesize(field(b, "right"));
+    if (!is_type(right, "binary_operator")) return false;
+    const std::string op = text(doc, field(right, "operator"));
+    if (op != "+" && op != "-" && op != "*" && op != "/") return false;
+    auto number = [&](TSNode n) {
+      n = unparenthesize(n);
+      if (is_type(n, "unary_operator")) n = unparenthesize(field(n, "argument"));
+      return is_type(n, "integer") || is_type(n, "float");
+    };
+    if (!number(field(right, "left")) && !number(field(right, "right"))) return false;
+  }
+  return true;
+}
+
+namespace {
+
+// The parameter `name` of `fn` may receive None: it defaults to None, or its annotation admits it
+// (`Optional[Tensor]`, `Tensor | None`, `Any`).
+bool param_may_be_none(const Document& doc, const FunctionInfo& fn, const std::string& name) {
+  TSNode params = field(fn.node, "parameters");
+  for (TSNode p : named_children(params)) {
+    const auto t = type_of(p);
+    TSNode id = t == "identifier" ? p : field(p, "name");
+    if (t == "typed_parameter") id = named_child(p, 0);
+    if (ts_node_is_null(id) || text(doc, id) != name) continue;
+    if (t == "default_parameter" || t == "typed_default_parameter") {
+      if (is_type(unparenthesize(field(p, "value")), "none")) return true;
+    }
+    TSNode type = field(p, "type");
+    if (ts_node_is_null(type)) return false;  // unannotated: what the kind model inferred from callers and uses
+    const std::string annotation = text(doc, type);
+    return annotation.find("Optional") != std::string::npos || annotation.find("None") != std::string::npos ||
+           annotation.find("Any") != std::string::npos;
+  }
+  return true;
+}
+
+}  // namespace
+
+bool definitely_tensor(const Document& doc, const SemanticModel& model, TSNode expr, const FunctionInfo& fn,
+                       int depth) {
+  expr = unparenthesize(expr);
+  if (ts_node_is_null(expr) || depth > 6 || model.kind_of(expr, fn) != ValueKind::Tensor) return false;
+  const auto t = type_of(expr);
+  if (t == "conditional_expression") {
+    return named_child_count(expr) >= 3 && definitely_tensor(doc, model, named_child(expr, 0), fn, depth + 1) &&
+           definitely_tensor(doc, model, named_child(expr, 2), fn, depth + 1);
+  }
+  if (t == "boolean_operator") {  // `a or b`, `a and b`: either operand may be the value
+    return definitely_tensor(doc, model, field(expr, "left"), fn, depth + 1) &&
+           definitely_tensor(doc, model, field(expr, "right"), fn, depth + 1);
+  }
+  if (t != "identifier") return true;
+  const std::string name = text(doc, expr);
+  const bool is_param = std::find(fn.params.begin(), fn.params.end(), name) != fn.params.end();
+  const auto found = fn.binding_nodes.find(name);
+  if (found == fn.binding_nodes.end() || found->second.empty()) return is_param && !param_may_be_none(doc, fn, name);
+  const ReachingBindings reaching = reaching_bindings(expr, found->second, fn);
+  if (reaching.entry && !(is_param && !param_may_be_none(doc, fn, name))) return false;
+  for (TSNode b : reaching.bindings) {
+    // A plain assignment gives its right side's value; other bindings (unpacking, loops, `y += 1`) the kind
+    // the model inferred for them.
+    if (!is_type(b, "assignment") || !is_type(field(b, "left"), "identifier")) continue;
+    TSNode right = field(b, "right");
+    if (ts_node_is_null(right) || !definitely_tensor(doc, model, right, fn, depth + 1)) return false;
+  }
+  return true;
+}
+
 bool is_floating(const Document& doc, const SemanticModel& model, TSNode expr, const FunctionInfo& fn, int depth,
                  std::vector<std::string>* assumed) {
   expr = unparenthesize(expr);
@@ -970,8 +1044,7 @@ bool is_floating(const Document& doc, const SemanticModel& model, TSNode expr, c
     if (model.kind_of(callee, fn) == ValueKind::Module) return true;  // module outputs: activations
     if (is_type(callee, "attribute") && text(doc, field(callee, "object")) == "self" &&
         model.kind_of(expr, fn) == ValueKind::Tensor) {
-      const FunctionInfo* top = &fn;
-      while (top->parent) top = top->parent;
+      const FunctionInfo* top = &fn.outermost();
       std::string ctor = model.attribute_constructor(top->owner, last);
       if (!ctor.empty()) return true;  // self.proj(x) for a torch.nn module
     }
@@ -986,13 +1059,16 @@ bool is_floating(const Document& doc, const SemanticModel& model, TSNode expr, c
                                                                              "cumsum", "cumprod", "logsumexp"};
     if (is_type(callee, "attribute") && one_of(std::string_view(last), kFloatKeepingReductions))
       return is_floating(doc, model, field(callee, "object"), fn, depth + 1, assumed);
+    // A full `x.max()` / `x.min()` (with a dim they return a (values, indices) pair).
+    if (is_type(callee, "attribute") && (last == "max" || last == "min") &&
+        named_child_count(field(expr, "arguments")) == 0)
+      return is_floating(doc, model, field(callee, "object"), fn, depth + 1, assumed);
     return false;
   }
   if (t == "identifier") return local_is_floating(doc, model, text(doc, expr), fn, depth, assumed);
   if (t == "attribute" && text(doc, field(expr, "object")) == "self") {
     // nn.Parameter attributes are weights; buffers may be integer (counts, ids, masks).
-    const FunctionInfo* top = &fn;
-    while (top->parent) top = top->parent;
+    const FunctionInfo* top = &fn.outermost();
     std::string ctor = model.attribute_constructor(top->owner, text(doc, field(expr, "attribute")));
     return ctor == "torch.nn.Parameter" || ctor == "torch.nn.parameter.Parameter";
   }

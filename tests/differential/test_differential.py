@@ -169,7 +169,8 @@ def test_an_unused_draw_would_be_seen(tmp_path):
     assert any("compiled: rng" in d for d in result.differences), result.differences
 
 
-@pytest.mark.parametrize("name", ["alias_input_returned", "alias_view_stored"])
+@pytest.mark.parametrize("name", ["alias_input_returned", "alias_view_stored", "alias_fresh_shared",
+                                  "alias_fresh_shared_in_loop"])
 def test_aliasing_is_seen_with_the_unsafe_fix(name, tmp_path):
     """#28 technique 6: the select's new tensor, where the original returned its input itself or kept a view of
     it on the module, is seen by the oracle's aliasing observation: the fix is unsafe for that reason only."""

@@ -67,8 +67,9 @@ TransformResult apply(const TransformContext& ctx) {
     for (uint32_t i = 0; i < ts_node_named_child_count(parent); ++i) {
       TSNode operand = ts_node_named_child(parent, i);
       if (ts_node_eq(operand, call)) continue;
+      // Not the last word: predicate-if compares in double precision where it can (#28 technique 4).
       if (std::string why = inexact_literal(doc, operand, is_floating(doc, ctx.model, object, *fn)); !why.empty())
-        return Refusal{why};
+        return Refusal{why, false};
     }
     for (uint32_t i = 0; i < ts_node_child_count(parent); ++i) {
       TSNode c = ts_node_child(parent, i);

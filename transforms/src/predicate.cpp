@@ -63,8 +63,7 @@ bool always_fresh(const Document& doc, const SemanticModel& model, const Functio
       "RMSNorm",         "BatchNorm1d",     "BatchNorm2d", "BatchNorm3d"};
   TSNode fun = field(value, "function");
   if (is_type(fun, "attribute") && text(doc, field(fun, "object")) == "self") {
-    const FunctionInfo* top = &fn;
-    while (top->parent) top = top->parent;
+    const FunctionInfo* top = &fn.outermost();
     const std::string ctor = top->owner ? model.attribute_constructor(top->owner, last) : "";
     const std::string cls = ctor.substr(ctor.rfind('.') + 1);
     if (ctor.rfind("torch.nn.", 0) == 0 &&
@@ -147,53 +146,6 @@ bool always_fresh(const Document& doc, const SemanticModel& model, const Functio
   return qualified->rfind("torch.nn.", 0) != 0;  // not a module class (`torch.nn.Identity()(x)`)
 }
 
-// The variable's value before the statement is one the function made: not a parameter, and every binding a
-// plain assignment of a fresh value (an augmented assignment writes that same fresh tensor).
-bool old_value_fresh(const Document& doc, const SemanticModel& model, const FunctionInfo& fn, const std::string& name) {
-  if (std::find(fn.params.begin(), fn.params.end(), name) != fn.params.end() || name == "self") return false;
-  auto it = fn.binding_nodes.find(name);
-  if (it == fn.binding_nodes.end() || it->second.empty()) return false;
-  for (TSNode b : it->second) {
-    if (is_type(b, "augmented_assignment")) continue;
-    if (!is_type(b, "assignment") || !is_type(field(b, "left"), "identifier")) return false;
-    TSNode right = field(b, "right");
-    if (ts_node_is_null(right)) return false;
-    // `y = y.float()`, `y = y[:, 0]`, `y = y.view(...)`: `y` itself or a view of it, fresh when `y` is.
-    TSNode root = unparenthesize(right);
-    while (is_type(root, "call") || is_type(root, "attribute") || is_type(root, "subscript")) {
-      root = is_type(root, "call") ? field(root, "function")
-                                   : field(root, is_type(root, "attribute") ? "object" : "value");
-      root = unparenthesize(root);
-    }
-    if (is_type(root, "identifier") && text(doc, root) == name && !ts_node_eq(root, unparenthesize(right))) continue;
-    if (!always_fresh(doc, model, fn, right)) return false;
-  }
-  return true;
-}
-
-// `name` is a local every assignment of which is arithmetic with a number (`x * 2`, `x + 0.5`, `x / 3`): never
-// a bool tensor (a bool mixed with a number is int64 or floating).
-bool local_not_bool(const Document& doc, const FunctionInfo& fn, const std::string& name) {
-  if (std::find(fn.params.begin(), fn.params.end(), name) != fn.params.end()) return false;
-  auto it = fn.binding_nodes.find(name);
-  if (it == fn.binding_nodes.end() || it->second.empty()) return false;
-  for (TSNode b : it->second) {
-    if (is_type(b, "augmented_assignment")) continue;  // `y += 1` on a tensor keeps its dtype
-    if (!is_type(b, "assignment") || !is_type(field(b, "left"), "identifier")) return false;
-    TSNode right = unparenthesize(field(b, "right"));
-    if (!is_type(right, "binary_operator")) return false;
-    const std::string op = text(doc, field(right, "operator"));
-    if (op != "+" && op != "-" && op != "*" && op != "/") return false;
-    auto number = [&](TSNode n) {
-      n = unparenthesize(n);
-      if (is_type(n, "unary_operator")) n = unparenthesize(field(n, "argument"));
-      return is_type(n, "integer") || is_type(n, "float");
-    };
-    if (!number(field(right, "left")) && !number(field(right, "right"))) return false;
-  }
-  return true;
-}
-
 // Where `expr`'s value goes once computed, climbing through parentheses, tuples, lists, dicts and conditional
 // branches: a description of an escape the caller can see identity through, or empty.
 std::string escape_of_expression(const Document& doc, const SemanticModel& model, const FunctionInfo& fn, TSNode expr) {
@@ -242,6 +194,189 @@ std::string escape_of_expression(const Document& doc, const SemanticModel& model
   return "";
 }
 
+ByteRange range_of(TSNode node) { return {ts_node_start_byte(node), ts_node_end_byte(node)}; }
+
+// The reads of `name` in the function's own body (nested definitions left out, and `skip`, the statement being
+// rewritten, whose reads compute the alternatives) that lie in `window` or in a loop that repeats `site`.
+std::vector<TSNode> reads_of(const Document& doc, const FunctionInfo& fn, const std::string& name, TSNode skip,
+                             ByteRange window) {
+  ByteRange loop_around{};
+  for (const ByteRange& loop : fn.loop_ranges)
+    if (!ts_node_is_null(skip) && loop.contains(range_of(skip)) && (loop_around.end == 0 || loop.contains(loop_around)))
+      loop_around = loop;
+  std::vector<TSNode> out;
+  std::function<void(TSNode)> visit = [&](TSNode node) {
+    if (ts_node_is_null(node)) return;
+    const auto t = type_of(node);
+    if (t == "function_definition" || t == "lambda" || t == "class_definition") return;
+    if (!ts_node_is_null(skip) && ts_node_eq(node, skip)) return;
+    const ByteRange at = range_of(node);
+    if (!window.overlaps(at) && !(loop_around.end != 0 && loop_around.overlaps(at))) return;
+    if (t == "identifier" && text(doc, node) == name) {
+      out.push_back(node);
+      return;
+    }
+    for (TSNode c : named_children(node)) visit(c);
+  };
+  visit(field(fn.node, "body"));
+  return out;
+}
+
+// `name`'s value where `at` reads it is a tensor the function made and nothing else holds: no parameter's
+// value reaches it, each binding that does (SemanticModel's reaching bindings) is a plain assignment of a fresh
+// value (or `y = y.float()`, `y += 1`: the same tensor or a view of it, fresh when that is), and between those
+// bindings and `at` (and around `at` in a loop) no read of the name stores it elsewhere (`z = y`,
+// `self.saved = y`, `out.append(y)`), where identity would tell the original's tensor from a select's.
+bool old_value_fresh(const Document& doc, const SemanticModel& model, const FunctionInfo& fn, const std::string& name,
+                     TSNode at) {
+  if (name == "self") return false;
+  const auto it = fn.binding_nodes.find(name);
+  if (it == fn.binding_nodes.end() || it->second.empty()) return false;
+  uint32_t earliest = ts_node_start_byte(at);
+  std::vector<uint32_t> seen;
+  std::function<bool(TSNode, int)> fresh_at = [&](TSNode read, int depth) {
+    if (depth > 8) return false;
+    const ReachingBindings reaching = reaching_bindings(read, it->second, fn);
+    if (reaching.entry || reaching.bindings.empty()) return false;
+    for (TSNode b : reaching.bindings) {
+      if (std::find(seen.begin(), seen.end(), ts_node_start_byte(b)) != seen.end()) continue;
+      seen.push_back(ts_node_start_byte(b));
+      earliest = std::min(earliest, ts_node_start_byte(b));
+      if (is_type(b, "augmented_assignment") && is_type(field(b, "left"), "identifier")) {
+        if (!fresh_at(b, depth + 1)) return false;  // `y += 1` writes into the tensor `y` already held
+        continue;
+      }
+      if (!is_type(b, "assignment") || !is_type(field(b, "left"), "identifier")) return false;
+      TSNode right = field(b, "right");
+      if (ts_node_is_null(right)) return false;
+      // `y = y.float()`, `y = y[:, 0]`, `y = y.view(...)`: `y` itself or a view of it, fresh when `y` is.
+      TSNode root = unparenthesize(right);
+      while (is_type(root, "call") || is_type(root, "attribute") || is_type(root, "subscript")) {
+        root = is_type(root, "call") ? field(root, "function")
+                                     : field(root, is_type(root, "attribute") ? "object" : "value");
+        root = unparenthesize(root);
+      }
+      if (is_type(root, "identifier") && text(doc, root) == name && !ts_node_eq(root, unparenthesize(right))) {
+        if (!fresh_at(b, depth + 1)) return false;
+        continue;
+      }
+      if (!always_fresh(doc, model, fn, right)) return false;
+    }
+    return true;
+  };
+  if (!fresh_at(at, 0)) return false;
+  for (TSNode read : reads_of(doc, fn, name, at, {earliest, ts_node_start_byte(at)})) {
+    const std::string escape = escape_of_expression(doc, model, fn, read);
+    if (!escape.empty() && escape != "stored in `" + name + "`") return false;
+  }
+  return true;
+}
+
+// #28 technique 4, exact comparisons of `.item()`: `X.item() OP b` compares a Python float (X's value, exact
+// in double for every floating dtype) with `b` in double precision, as Python does for a float or an int up to
+// 2^53; `X.double() OP b` compares the same doubles in the graph. Where that cannot be known before tracing
+// (X's dtype, b's type and size), Dynamo decides it at trace time and the original comparison runs otherwise:
+//     torch.as_tensor((X.double() OP b) if <X floating> and <b a float, or an int within 2^53> else (X.item() OP b))
+// X is evaluated once either way, and `b` (a literal, a name or an attribute of one) is read twice. Empty and no
+// `why` when `condition` is not such a comparison.
+std::string item_comparison(const Document& doc, const SemanticModel& model, TSNode condition, const FunctionInfo& fn,
+                            const std::string& torch, std::string& why) {
+  if (!is_type(condition, "comparison_operator") || named_child_count(condition) != 2) return "";
+  auto item_object = [&](TSNode operand) {
+    operand = unparenthesize(operand);
+    if (!is_type(operand, "call") || named_child_count(field(operand, "arguments")) != 0) return TSNode{};
+    TSNode callee = field(operand, "function");
+    if (!is_type(callee, "attribute") || text(doc, field(callee, "attribute")) != "item") return TSNode{};
+    return field(callee, "object");
+  };
+  TSNode left = named_child(condition, 0), right = named_child(condition, 1);
+  TSNode object = item_object(left);
+  const bool item_on_left = !ts_node_is_null(object);
+  if (!item_on_left) object = item_object(right);
+  if (ts_node_is_null(object)) return "";
+  TSNode bound = unparenthesize(item_on_left ? right : left);
+  std::string op;
+  for (uint32_t i = 0; i < ts_node_child_count(condition); ++i)
+    if (!ts_node_is_named(ts_node_child(condition, i))) op += text(doc, ts_node_child(condition, i));
+  if (op != "<" && op != ">" && op != "<=" && op != ">=" && op != "==" && op != "!=") {
+    why = "the comparison `" + op + "` has no element-wise tensor form";
+    return "";
+  }
+  const std::string shown = text(doc, object);
+  if (!definitely_tensor(doc, model, object, fn)) {
+    why = "`" + shown + "` is not proven a tensor on every path (exact .item() comparison)";
+    return "";
+  }
+  if (!is_one_element(doc, model, object, fn)) {
+    why = "`" + shown +
+          "` is not provably one element: `.item()` raises for others, where a tensor comparison "
+          "would not (exact .item() comparison)";
+    return "";
+  }
+  for (const char* builtin : {"isinstance", "float", "int"}) {
+    if (!why_torch_unusable(doc, model, &fn, TorchName{builtin, std::nullopt}).empty()) {
+      why = "`" + std::string(builtin) + "` is rebound, and the trace-time check of the exact comparison needs it";
+      return "";
+    }
+  }
+  std::vector<std::string> checks;
+  // X floating: proven, or checked on a name (X itself, or the tensor a full reduction of X reduces).
+  if (!is_floating(doc, model, object, fn)) {
+    TSNode root = unparenthesize(object);
+    if (is_type(root, "call") && named_child_count(field(root, "arguments")) == 0 &&
+        is_type(field(root, "function"), "attribute")) {
+      static constexpr std::array<std::string_view, 11> kFloatingKeeping{
+          "max", "min", "amax", "amin", "sum", "mean", "prod", "norm", "abs", "clone", "detach"};
+      const std::string method = text(doc, field(field(root, "function"), "attribute"));
+      if (std::find(kFloatingKeeping.begin(), kFloatingKeeping.end(), method) != kFloatingKeeping.end())
+        root = unparenthesize(field(field(root, "function"), "object"));
+    }
+    if (!is_type(root, "identifier")) {
+      why = "nothing proves `" + shown +
+            "` floating, and checking it at trace time would evaluate it twice "
+            "(exact .item() comparison)";
+      return "";
+    }
+    checks.push_back(text(doc, root) + ".is_floating_point()");
+  }
+  // b: a number exact in double, or a plain read checked at trace time.
+  TSNode number = bound;
+  if (is_type(number, "unary_operator") && text(doc, field(number, "operator")) == "-")
+    number = unparenthesize(field(number, "argument"));
+  if (is_type(number, "integer")) {
+    std::string digits = text(doc, number);
+    digits.erase(std::remove(digits.begin(), digits.end(), '_'), digits.end());
+    if (digits.find_first_not_of("0123456789") != std::string::npos || digits.size() > 16 ||
+        std::stod(digits) > 9007199254740992.0) {
+      why = "the integer `" + text(doc, bound) + "` is not exact in double precision (exact .item() comparison)";
+      return "";
+    }
+  } else if (!is_type(number, "float")) {
+    TSNode root = bound;
+    while (is_type(root, "attribute")) root = unparenthesize(field(root, "object"));
+    if (!is_type(root, "identifier") || model.kind_of(bound, fn) == ValueKind::Tensor) {
+      why = "`" + text(doc, bound) +
+            "` is not a number, a name or an attribute of one, which the trace-time check "
+            "could read twice (exact .item() comparison)";
+      return "";
+    }
+    const std::string b = text(doc, bound);
+    checks.push_back("(isinstance(" + b + ", float) or isinstance(" + b + ", int) and -9007199254740992 <= " + b +
+                     " <= 9007199254740992)");
+  }
+  const std::string object_text = is_type(unparenthesize(object), "identifier") || is_type(object, "call") ||
+                                          is_type(object, "attribute") || is_type(object, "subscript")
+                                      ? shown
+                                      : "(" + shown + ")";
+  const std::string exact = item_on_left ? object_text + ".double() " + op + " " + text(doc, bound)
+                                         : text(doc, bound) + " " + op + " " + object_text + ".double()";
+  if (checks.empty()) return exact;
+  std::string test;
+  for (const std::string& c : checks) test += (test.empty() ? "" : " and ") + c;
+  if (checks.size() == 1 && test.front() == '(') test = test.substr(1, test.size() - 2);  // `A if B or C else D`
+  return torch + ".as_tensor((" + exact + ") if " + test + " else (" + text(doc, condition) + "))";
+}
+
 }  // namespace
 
 std::string why_alias_observable(const Document& doc, const SemanticModel& model, const FunctionInfo& fn,
@@ -250,11 +385,11 @@ std::string why_alias_observable(const Document& doc, const SemanticModel& model
   std::string existing;
   for (TSNode v : values) {
     TSNode u = unparenthesize(v);
-    const bool fresh =
-        always_fresh(doc, model, fn, u) || (is_type(u, "identifier") && old_value_fresh(doc, model, fn, text(doc, u)));
+    const bool fresh = always_fresh(doc, model, fn, u) ||
+                       (is_type(u, "identifier") && old_value_fresh(doc, model, fn, text(doc, u), site));
     if (existing.empty() && !fresh) existing = text(doc, v);
   }
-  if (existing.empty() && !kept_name.empty() && !old_value_fresh(doc, model, fn, kept_name)) existing = kept_name;
+  if (existing.empty() && !kept_name.empty() && !old_value_fresh(doc, model, fn, kept_name, site)) existing = kept_name;
   if (existing.empty()) return "";
   std::string escape;
   std::string bound = target;
@@ -270,25 +405,16 @@ std::string why_alias_observable(const Document& doc, const SemanticModel& model
   if (bound.empty()) {
     escape = escape_of_expression(doc, model, fn, site);
   } else {
-    // Every read of the target in the function (a loop may read it before the statement's text).
-    std::function<void(TSNode)> visit = [&](TSNode node) {
-      if (!escape.empty() || ts_node_is_null(node)) return;
-      const auto t = type_of(node);
-      if (t == "function_definition" || t == "lambda" || t == "class_definition") return;
-      // The statement being rewritten: its reads compute the alternatives (and a long `a and b and ...` test
-      // would make every read climb the whole chain).
-      if (!ts_node_is_null(site) && ts_node_eq(node, site)) return;
-      if (t == "identifier" && text(doc, node) == bound) {
-        escape = escape_of_expression(doc, model, fn, node);
-        return;
-      }
-      for (TSNode c : named_children(node)) visit(c);
-    };
-    visit(field(fn.node, "body"));
+    // The reads of the target that may see the select's value: after the statement, or anywhere in a loop
+    // around it.
+    for (TSNode read : reads_of(doc, fn, bound, site, {ts_node_end_byte(site), ts_node_end_byte(fn.node)})) {
+      escape = escape_of_expression(doc, model, fn, read);
+      if (!escape.empty()) break;
+    }
   }
   if (escape.empty()) return "";
   return "the select makes a new tensor where the original's `" + existing +
-         "` may be an input, an attribute or a view of one, and the result is " + escape +
+         "` may be an input, an attribute, a view of one or a tensor held elsewhere too, and the result is " + escape +
          ", where identity or later in-place writes can tell them apart (aliasing)";
 }
 
@@ -314,9 +440,17 @@ std::string predicate_text(const Document& doc, const SemanticModel& model, TSNo
     }
     return torch + ".logical_" + op + "(" + l + ", " + r + ")";
   }
+  if (std::string exact = item_comparison(doc, model, condition, fn, torch, why); !exact.empty() || !why.empty())
+    return exact;
   ValueKind kind = model.kind_of(condition, fn);
   if (kind != ValueKind::Tensor) {
     why = "the test `" + text(doc, condition) + "` is not a tensor, so it must stay a Python `if`";
+    return "";
+  }
+  if (!definitely_tensor(doc, model, condition, fn)) {
+    why = "the test `" + text(doc, condition) +
+          "` may be None or a Python value on some path (an alternative, a binding or a parameter that may "
+          "be None), where a tensor operation on it would raise";
     return "";
   }
   if (!is_one_element(doc, model, condition, fn)) {
@@ -362,6 +496,10 @@ SelectCheck check_select(const Document& doc, const SemanticModel& model, const 
     if (s.likeness != Likeness::Same) any_floating = true;
     if (s.unless_bool) any_unless_bool = true;
   }
+  // A trace-time dtype check can name the base only when it is a plain variable.
+  const bool base_is_name =
+      !base.empty() &&
+      base.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_") == std::string::npos;
   if (out.shape_unproven.empty() && any_floating) {
     // e.g. `x / 2` against `x`, `x * 2` against `x / 3`: equal dtypes only when x is floating (for a bool `x`,
     // `x * 2` is int64).
@@ -371,18 +509,14 @@ SelectCheck check_select(const Document& doc, const SemanticModel& model, const 
                            "` may be a bool or integer tensor, whose dtype a branch changes (mixed with a number, "
                            "`b * 2` is int64 for a bool `b`; divided, an integer one becomes floating): torch.where "
                            "would change the other branch's dtype";
-      const bool name = base.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_") ==
-                        std::string::npos;
-      if (name && !base.empty()) out.floating_check = base + ".is_floating_point()";
+      if (base_is_name) out.floating_check = base + ".is_floating_point()";
     }
   } else if (out.shape_unproven.empty() && any_unless_bool && !local_is_floating(doc, model, base, fn) &&
              !local_not_bool(doc, fn, base)) {
     out.shape_unproven = "`" + base +
                          "` may be a bool tensor, which an integer mixed in turns into int64 (`b + 1`): "
                          "torch.where would change the other branch's dtype";
-    const bool name =
-        base.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_") == std::string::npos;
-    if (name && !base.empty()) out.floating_check = base + ".dtype != " + torch + ".bool";
+    if (base_is_name) out.floating_check = base + ".dtype != " + torch + ".bool";
   }
   if (out.hazard.empty()) {
     // Every alternative must send gradients to the same names: the identity path (the variable keeps its old

@@ -206,6 +206,18 @@ TransformResult apply(const TransformContext& ctx) {
   // fix, and each elif's finding points there (computing the chain's fix once per elif would be
   // quadratic in the chain's length).
   TSNode own_test = field(stmt, "condition");
+  if (ctx.finding.rule->code == "GM401") {
+    // `.item()` in a test: predicated when the test is an exact comparison (#28 technique 4, predicate_text);
+    // an `.item()` elsewhere is not this transform's.
+    bool in_test = ByteRange{ts_node_start_byte(own_test), ts_node_end_byte(own_test)}.contains(ctx.finding.range);
+    for (TSNode c : named_children(stmt)) {
+      if (is_type(c, "elif_clause")) {
+        TSNode t = field(c, "condition");
+        in_test |= ByteRange{ts_node_start_byte(t), ts_node_end_byte(t)}.contains(ctx.finding.range);
+      }
+    }
+    if (!in_test) return Refusal{"the `.item()` is not in the if's test", false};
+  }
   if (ctx.finding.range.start >= ts_node_end_byte(own_test) && model.kind_of(own_test, *fn) == ValueKind::Tensor) {
     // No line number: a finding carried through edits elsewhere keeps its reason.
     return Refusal{"the whole if/elif chain is predicated by the fix offered on its `if`"};
@@ -499,7 +511,7 @@ TransformResult apply(const TransformContext& ctx) {
 }  // namespace
 
 const Transform& transform_predicate_if() {
-  static const Transform t{"predicate-if", {"GM101"}, apply};
+  static const Transform t{"predicate-if", {"GM101", "GM401"}, apply};
   return t;
 }
 

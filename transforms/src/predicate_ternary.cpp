@@ -13,6 +13,10 @@ TransformResult apply(const TransformContext& ctx) {
   const FunctionInfo* fn = ctx.model.function_containing(node);
   if (!fn) return Refusal{"the expression is not inside a function"};
   TSNode a = named_child(node, 0), cond = named_child(node, 1), b = named_child(node, 2);
+  // `.item()` in the test: selected on the exact comparison (#28 technique 4, predicate_text).
+  if (ctx.finding.rule->code == "GM401" &&
+      !ByteRange{ts_node_start_byte(cond), ts_node_end_byte(cond)}.contains(ctx.finding.range))
+    return Refusal{"the `.item()` is not in the conditional expression's test", false};
   TorchName torch = torch_name(doc, ctx.model);
   std::string why;
   std::string predicate = predicate_text(doc, ctx.model, cond, *fn, torch.name, why);
@@ -55,7 +59,7 @@ TransformResult apply(const TransformContext& ctx) {
 }  // namespace
 
 const Transform& transform_predicate_ternary() {
-  static const Transform t{"predicate-ternary", {"GM102"}, apply};
+  static const Transform t{"predicate-ternary", {"GM102", "GM401"}, apply};
   return t;
 }
 

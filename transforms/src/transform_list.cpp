@@ -17,12 +17,13 @@ const Transform& transform_dense_mask_reduction();
 const std::vector<const Transform*>& registered_transforms() {
   static const std::vector<const Transform*> transforms{
       &transform_static_precondition(),  // before predication: it keeps the branch, and the RNG stream
+      &transform_item_in_condition(),    // before predication: a test with exact literals needs no check
       &transform_predicate_if(),        &transform_predicate_ternary(),
       &transform_raise_in_graph(),  // before the graph-native guard: it keeps the class and message
       &transform_graph_native_guard(),
       &transform_emit_once_at_trace(),  // before the deferral: it applies in inlined frames too
       &transform_log_in_graph(),        // before the deferral's unsafe skip in inlined frames
-      &transform_defer_side_effect(),   &transform_item_in_condition(), &transform_dense_mask_reduction(),
+      &transform_defer_side_effect(),   &transform_dense_mask_reduction(),
   };
   return transforms;
 }

@@ -165,7 +165,13 @@ struct FunctionInfo {
   std::string qualified_name;  // Class.method or function
   ClassInfo* owner = nullptr;
   FunctionInfo* parent = nullptr;  // enclosing function for nested definitions
-  bool compiled = false;           // traced by Dynamo (reached from a compiled entry)
+  // The outermost enclosing function (itself at top level): a method's nested helpers see its `self`.
+  const FunctionInfo& outermost() const {
+    const FunctionInfo* f = this;
+    while (f->parent) f = f->parent;
+    return *f;
+  }
+  bool compiled = false;  // traced by Dynamo (reached from a compiled entry)
   bool is_entry = false;
   // Reported without a compile entry: a function of tensors (a parameter annotated `torch.Tensor`) that
   // nothing in the file compiles or calls from compiled code, and that is not eager-only; or reached
@@ -498,6 +504,17 @@ bool bound_in_function(const FunctionInfo& fn, std::string_view name);
 // Whether the leftmost name of `call`'s callee (`torch` of `torch.sparse_coo_tensor(...)`) is bound in `fn`
 // or a function around it, or the callee starts with something other than a name.
 bool callee_root_bound(const Document& document, TSNode call, const FunctionInfo& fn);
+
+// The bindings of one name (`bindings`: FunctionInfo::binding_nodes of it) whose value may be the one `read`
+// sees: before it, the latest that runs on every path to it and every one after that; after it, those a loop
+// carries back. `entry`: no binding runs on every path, so the value on entry (a parameter's argument, or none)
+// may reach it too.
+struct ReachingBindings {
+  std::vector<TSNode> bindings;  // latest first; from `carried_from` on, those a loop carries back
+  size_t carried_from = 0;
+  bool entry = true;
+};
+ReachingBindings reaching_bindings(TSNode read, const std::vector<TSNode>& bindings, const FunctionInfo& fn);
 
 // Small tree-sitter helpers shared by rules and transforms.
 TSNode field(TSNode node, const char* name);

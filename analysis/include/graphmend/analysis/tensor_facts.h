@@ -97,6 +97,15 @@ bool is_floating(const Document& doc, const SemanticModel& model, TSNode expr, c
 // them count as floating). False for parameters: their first value comes from the caller.
 bool local_is_floating(const Document& doc, const SemanticModel& model, const std::string& name, const FunctionInfo& fn,
                        int depth = 0, std::vector<std::string>* assumed = nullptr);
+// Every binding of local `name` is arithmetic with a number (`x * 2`, `x + 0.5`, `x / 3`, augmented ones keep the
+// dtype): never a bool tensor (a bool mixed with a number is int64 or floating). False for parameters.
+bool local_not_bool(const Document& doc, const FunctionInfo& fn, const std::string& name);
+// `expr` is a tensor on every path, not only where the kind model says "a tensor where used" (which lets a
+// tensor dominate None or a Python value): both alternatives of `a if c else b` and of `a or b`, each binding of
+// a name that reaches `expr` (by its right side for plain assignments), and no parameter that may be None.
+// Fixes that call tensor methods on a value (`.bool()`, `.numel()`, torch.where) need this.
+bool definitely_tensor(const Document& doc, const SemanticModel& model, TSNode expr, const FunctionInfo& fn,
+                       int depth = 0);
 // The first part of `expr` whose derivative is not constant (a product of tensors, a division by one, log,
 // exp, sigmoid, max...): on the untaken side of torch.where its zero gradient becomes NaN for NaN or inf
 // inputs, so gradients differ from the original's. Empty when the backward is linear with constant
