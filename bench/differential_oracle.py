@@ -220,9 +220,10 @@ def markdown(meta: dict, parts: list[Part]) -> str:
         f"`{meta['command']}`; data: `bench/results/differential_oracle.json`.",
         "",
         "Each file a safe fix (`graphmend check --fix`) changes is run, original and fixed, by "
-        "`tests/differential/differential.py`'s `compare_files`: eagerly and under `torch.compile` (eager "
-        "backend), on the example's inputs and the battery (other branches, NaN, inf, zeros, empty, bool, "
-        "int64, float16, non-contiguous, and the file's `inputs()`), comparing outcome or exception, "
+        "`tests/differential/differential.py`'s `compare_files`: eagerly and under `torch.compile` (backend "
+        f"{meta.get('backend', 'eager')}), on the example's inputs and the battery (other branches, NaN, inf, "
+        "zeros, empty, bool, int64, float16, non-contiguous, and the file's `inputs()`), comparing outcome or "
+        "exception, "
         "transcript, module state, RNG state and gradients; a case is one (input, mode) pair or one "
         "input's gradients. Part (a): the files of `differential.fixable_files()` (rule, transform and "
         "hazard fixtures, examples). Part (b): random forwards from `tests/differential/generator.py` (the "
@@ -286,7 +287,8 @@ def main(argv=None) -> int:
     meta = {"date": dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"), "machine": common.machine(),
             "torch": torch.__version__, "graphmend_version": common.tool_version([args.graphmend, "--version"]),
             "generated": args.generated, "seed": args.seed, "command": command,
-            "wall_s": time.perf_counter() - t0, "load": [load_start, os.getloadavg()[0]]}
+            "wall_s": time.perf_counter() - t0, "load": [load_start, os.getloadavg()[0]],
+            "backend": getattr(sys.modules.get("differential"), "BACKEND", "eager")}
     os.makedirs(os.path.dirname(args.out), exist_ok=True)
     with open(args.out, "w") as f:
         json.dump({"meta": meta, "parts": [dataclasses.asdict(p) for p in parts]}, f, indent=1)
