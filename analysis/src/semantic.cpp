@@ -3215,8 +3215,9 @@ std::optional<bool> SemanticModel::static_truth_of(TSNode condition, const Funct
       TSNode exact = unparenthesize(select);
       if (is_type(exact, "comparison_operator") && is_type(original, "comparison_operator")) {
         std::string expected(document_.node_text(exact));
-        if (const auto at = expected.find(".double()"); at != std::string::npos) {
-          expected.replace(at, 9, ".item()");
+        constexpr std::string_view kDouble = ".double()";
+        if (const auto at = expected.find(kDouble); at != std::string::npos) {
+          expected.replace(at, kDouble.size(), ".item()");
           if (expected == document_.node_text(original)) return true;
         }
       }

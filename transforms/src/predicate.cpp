@@ -146,6 +146,10 @@ bool always_fresh(const Document& doc, const SemanticModel& model, const Functio
   return qualified->rfind("torch.nn.", 0) != 0;  // not a module class (`torch.nn.Identity()(x)`)
 }
 
+// How escape_of_expression says a value is assigned to `target` (old_value_fresh recognises a store back into the
+// variable itself by it).
+std::string stored_in(const std::string& target) { return "stored in `" + target + "`"; }
+
 // Where `expr`'s value goes once computed, climbing through parentheses, tuples, lists, dicts and conditional
 // branches: a description of an escape the caller can see identity through, or empty.
 std::string escape_of_expression(const Document& doc, const SemanticModel& model, const FunctionInfo& fn, TSNode expr) {
@@ -170,7 +174,7 @@ std::string escape_of_expression(const Document& doc, const SemanticModel& model
     if (t == "assignment" || t == "augmented_assignment") {
       TSNode left = field(parent, "left");
       if (ts_node_eq(left, at)) return "";
-      return "stored in `" + text(doc, left) + "`";
+      return stored_in(text(doc, left));
     }
     if (t == "comparison_operator") {
       for (uint32_t i = 0; i < ts_node_child_count(parent); ++i) {
@@ -194,15 +198,14 @@ std::string escape_of_expression(const Document& doc, const SemanticModel& model
   return "";
 }
 
-ByteRange range_of(TSNode node) { return {ts_node_start_byte(node), ts_node_end_byte(node)}; }
-
 // The reads of `name` in the function's own body (nested definitions left out, and `skip`, the statement being
 // rewritten, whose reads compute the alternatives) that lie in `window` or in a loop that repeats `site`.
 std::vector<TSNode> reads_of(const Document& doc, const FunctionInfo& fn, const std::string& name, TSNode skip,
                              ByteRange window) {
   ByteRange loop_around{};
   for (const ByteRange& loop : fn.loop_ranges)
-    if (!ts_node_is_null(skip) && loop.contains(range_of(skip)) && (loop_around.end == 0 || loop.contains(loop_around)))
+    if (!ts_node_is_null(skip) && loop.contains(node_range(skip)) &&
+        (loop_around.end == 0 || loop.contains(loop_around)))
       loop_around = loop;
   std::vector<TSNode> out;
   std::function<void(TSNode)> visit = [&](TSNode node) {
@@ -210,7 +213,7 @@ std::vector<TSNode> reads_of(const Document& doc, const FunctionInfo& fn, const 
     const auto t = type_of(node);
     if (t == "function_definition" || t == "lambda" || t == "class_definition") return;
     if (!ts_node_is_null(skip) && ts_node_eq(node, skip)) return;
-    const ByteRange at = range_of(node);
+    const ByteRange at = node_range(node);
     if (!window.overlaps(at) && !(loop_around.end != 0 && loop_around.overlaps(at))) return;
     if (t == "identifier" && text(doc, node) == name) {
       out.push_back(node);
@@ -266,8 +269,9 @@ bool old_value_fresh(const Document& doc, const SemanticModel& model, const Func
   };
   if (!fresh_at(at, 0)) return false;
   for (TSNode read : reads_of(doc, fn, name, at, {earliest, ts_node_start_byte(at)})) {
+    // Stored back into the variable itself (`y = y.float()`): still the one reference.
     const std::string escape = escape_of_expression(doc, model, fn, read);
-    if (!escape.empty() && escape != "stored in `" + name + "`") return false;
+    if (!escape.empty() && escape != stored_in(name)) return false;
   }
   return true;
 }

@@ -209,11 +209,10 @@ TransformResult apply(const TransformContext& ctx) {
   if (ctx.finding.rule->code == "GM401") {
     // `.item()` in a test: predicated when the test is an exact comparison (#28 technique 4, predicate_text);
     // an `.item()` elsewhere is not this transform's.
-    bool in_test = ByteRange{ts_node_start_byte(own_test), ts_node_end_byte(own_test)}.contains(ctx.finding.range);
+    bool in_test = node_range(own_test).contains(ctx.finding.range);
     for (TSNode c : named_children(stmt)) {
       if (is_type(c, "elif_clause")) {
-        TSNode t = field(c, "condition");
-        in_test |= ByteRange{ts_node_start_byte(t), ts_node_end_byte(t)}.contains(ctx.finding.range);
+        in_test |= node_range(field(c, "condition")).contains(ctx.finding.range);
       }
     }
     if (!in_test) return Refusal{"the `.item()` is not in the if's test", false};

@@ -14,8 +14,7 @@ TransformResult apply(const TransformContext& ctx) {
   if (!fn) return Refusal{"the expression is not inside a function"};
   TSNode a = named_child(node, 0), cond = named_child(node, 1), b = named_child(node, 2);
   // `.item()` in the test: selected on the exact comparison (#28 technique 4, predicate_text).
-  if (ctx.finding.rule->code == "GM401" &&
-      !ByteRange{ts_node_start_byte(cond), ts_node_end_byte(cond)}.contains(ctx.finding.range))
+  if (ctx.finding.rule->code == "GM401" && !node_range(cond).contains(ctx.finding.range))
     return Refusal{"the `.item()` is not in the conditional expression's test", false};
   TorchName torch = torch_name(doc, ctx.model);
   std::string why;
