@@ -105,11 +105,15 @@ class Speculator {
 
   Speculation result;
   bool establishing = false;  // collecting what an evaluation establishes: skip conditionally run parts
+  // Subexpressions already evaluated by the original (a test's value the fix binds once and reuses, #28
+  // technique 2): reading them again runs nothing.
+  std::vector<ByteRange> precomputed;
 
   void visit(TSNode expr, int depth = 0) {
     expr = unparenthesize(expr);
     if (ts_node_is_null(expr) || stopped()) return;
     if (depth > 64) return raise("`" + short_text(expr) + "` is too deeply nested to analyse");
+    if (std::find(precomputed.begin(), precomputed.end(), node_range(expr)) != precomputed.end()) return;
     auto t = type_of(expr);
     if (t == "identifier" || t == "integer" || t == "float" || t == "true" || t == "false" || t == "none" ||
         t == "string" || t == "concatenated_string" || t == "comment" || t == "ellipsis")
@@ -692,8 +696,10 @@ bool established(const RaiseCondition& c, const std::vector<RaiseCondition>& fac
 
 }  // namespace
 
-Speculation speculate(const Document& doc, const SemanticModel& model, TSNode expr, const FunctionInfo& fn) {
+Speculation speculate(const Document& doc, const SemanticModel& model, TSNode expr, const FunctionInfo& fn,
+                      const std::vector<ByteRange>& precomputed) {
   Speculator s(doc, model, fn);
+  s.precomputed = precomputed;
   s.visit(expr);
   return std::move(s.result);
 }
@@ -750,7 +756,7 @@ bool checkable(TSNode n) {
 
 Selectability selectability(const Document& doc, const SemanticModel& model, const FunctionInfo& fn,
                             const std::vector<TSNode>& alternatives, const std::vector<RaiseCondition>& facts,
-                            bool keeps_old_value) {
+                            bool keeps_old_value, const std::vector<ByteRange>& precomputed) {
   Selectability out;
   std::vector<std::vector<RaiseCondition>> shapes;  // per alternative: shape conditions left, in order
   auto add_check = [&](const RaiseCondition& c) {
@@ -765,7 +771,7 @@ Selectability selectability(const Document& doc, const SemanticModel& model, con
     if (!established(c, out.checks)) out.checks.push_back(c);
   };
   for (TSNode v : alternatives) {
-    Speculation s = speculate(doc, model, v, fn);
+    Speculation s = speculate(doc, model, v, fn, precomputed);
     if (!s.effect.empty()) return {s.effect, {}};
     if (!s.raises.empty()) return {s.raises, {}};
     std::vector<RaiseCondition> left;
@@ -861,6 +867,44 @@ bool is_bool_valued(const Document& doc, const SemanticModel& model, TSNode expr
     if (it == fn.assignments.end() || it->second.empty()) return false;
     return std::all_of(it->second.begin(), it->second.end(),
                        [&](TSNode rhs) { return is_bool_valued(doc, model, rhs, fn, depth + 1); });
+  }
+  return false;
+}
+
+bool is_zero_dim(const Document& doc, const SemanticModel& model, TSNode expr, const FunctionInfo& fn, int depth) {
+  expr = unparenthesize(expr);
+  if (ts_node_is_null(expr) || depth > 6) return false;
+  auto t = type_of(expr);
+  ValueKind kind = model.kind_of(expr, fn);
+  if (kind == ValueKind::Static) return true;  // a Python number broadcasts as a 0-dim tensor
+  if (t == "comparison_operator" || t == "binary_operator" || t == "boolean_operator") {
+    for (TSNode c : named_children(expr)) {
+      if (!is_zero_dim(doc, model, c, fn, depth + 1)) return false;
+    }
+    return true;
+  }
+  if (t == "unary_operator" || t == "not_operator")
+    return is_zero_dim(doc, model, field(expr, "argument"), fn, depth + 1);
+  if (t != "call") return false;
+  TSNode callee = callee_of(expr);
+  uint32_t n = named_child_count(field(expr, "arguments"));
+  if (is_type(callee, "attribute") && model.kind_of(field(callee, "object"), fn) == ValueKind::Tensor) {
+    std::string method = text(doc, field(callee, "attribute"));
+    if (one_of(std::string_view(method), kFullReductions)) return n == 0;
+    if (method == "float" || method == "double" || method == "bool" || method == "logical_not" || method == "abs" ||
+        method == "detach")
+      return n == 0 && is_zero_dim(doc, model, field(callee, "object"), fn, depth + 1);
+    return false;
+  }
+  if (auto q = model.qualified_name(callee)) {
+    std::string_view lname = std::string_view(*q).substr(q->rfind('.') + 1);
+    if (one_of(lname, kFullReductions)) return n == 1;
+    if (lname == "logical_and" || lname == "logical_or" || lname == "logical_not" || lname == "isnan" ||
+        lname == "isinf" || lname == "isfinite") {
+      for (TSNode a : named_children(field(expr, "arguments")))
+        if (!is_zero_dim(doc, model, a, fn, depth + 1)) return false;
+      return true;
+    }
   }
   return false;
 }

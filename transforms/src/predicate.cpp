@@ -473,18 +473,32 @@ std::string predicate_text(const Document& doc, const SemanticModel& model, TSNo
 SelectCheck check_select(const Document& doc, const SemanticModel& model, const FunctionInfo& fn,
                          const std::vector<TSNode>& values, TSNode statement,
                          const std::vector<RaiseCondition>& established, bool keeps_old_value, const std::string& torch,
-                         const std::string& kept_name) {
+                         const std::string& kept_name, const std::vector<ByteRange>& precomputed,
+                         const std::string& no_untaken_guards) {
   SelectCheck out;
-  Selectability sel = selectability(doc, model, fn, values, established, keeps_old_value);
+  Selectability sel = selectability(doc, model, fn, values, established, keeps_old_value, precomputed);
   out.refusal = sel.refusal;
   if (!out.refusal.empty()) return out;
   for (const RaiseCondition& c : sel.checks) out.prechecks.push_back(check_text(doc, c, torch));
   std::string base;
   bool any_floating = false, any_unless_bool = false;
-  for (TSNode v : values) {
-    if (out.hazard.empty()) {
-      if (std::string h = autograd_hazard(doc, model, v, fn); !h.empty())
-        out.hazard = "`" + h + "` may have an inf/NaN derivative on the untaken side, which makes gradients NaN";
+  out.untaken_guards.resize(values.size());
+  const bool no_grad = under_no_grad(doc, statement);
+  for (size_t i = 0; i < values.size(); ++i) {
+    TSNode v = values[i];
+    if (std::string h = autograd_hazard(doc, model, v, fn); !h.empty() && !no_grad) {
+      // Technique 1: feed the untaken side ones, where its derivative is finite.
+      std::string missing = no_untaken_guards;
+      if (missing.empty()) {
+        UntakenSide side = total_untaken_side(doc, model, fn, v, precomputed);
+        missing = side.missing;
+        out.untaken_guards[i] = std::move(side.leaves);
+      }
+      if (!missing.empty() && out.hazard.empty())
+        out.hazard = "`" + h +
+                     "` may have an inf/NaN derivative on the untaken side, which makes gradients NaN (total untaken "
+                     "side: " +
+                     missing + ")";
     }
     if (!out.shape_unproven.empty()) continue;
     ValueShape s = shape_of(doc, model, v, fn);
@@ -500,6 +514,9 @@ SelectCheck check_select(const Document& doc, const SemanticModel& model, const 
     if (s.likeness != Likeness::Same) any_floating = true;
     if (s.unless_bool) any_unless_bool = true;
   }
+  // A value left with its hazard makes the fix unsafe as it was: no guards for the others either.
+  if (!out.hazard.empty())
+    for (auto& g : out.untaken_guards) g.clear();
   // A trace-time dtype check can name the base only when it is a plain variable.
   const bool base_is_name =
       !base.empty() &&
@@ -543,7 +560,7 @@ SelectCheck check_select(const Document& doc, const SemanticModel& model, const 
       break;
     }
   }
-  if (under_no_grad(doc, statement)) {
+  if (no_grad) {
     out.hazard.clear();
     // Under no_grad the select never requires grad; an original that passes a tensor through (`x` itself)
     // keeps its requires_grad.

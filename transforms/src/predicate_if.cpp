@@ -3,6 +3,7 @@
 // Forms: assignments in every branch (one or several variables, else-less updates keep the old value),
 // `return` in every branch, and `if c: return a` followed by `return b`.
 #include <algorithm>
+#include <cctype>
 #include <map>
 
 #include "predicate.h"
@@ -102,6 +103,11 @@ struct Target {
   std::string lhs;        // "x = " or "return "
   std::string then_text;  // value when the test holds
   std::string else_text;  // value otherwise
+  // What torch.where selects between, when it differs from the values themselves: values whose untaken side
+  // is fed ones (#28 technique 1), computed from the guard lines' names.
+  std::string select_then = "", select_else = "";
+  const std::string& then_selected() const { return select_then.empty() ? then_text : select_then; }
+  const std::string& else_selected() const { return select_else.empty() ? else_text : select_else; }
 };
 
 // When the test's size or the values' shapes cannot be proven statically, Dynamo can still check them
@@ -141,9 +147,12 @@ struct Temporaries {
   }
 };
 
+// `guards`: lines binding the values' guarded inputs (#28 technique 1), which read graphmend_cond; they run
+// where the values do, after the checks.
 std::string guarded_select(std::vector<Target> targets, const std::string& predicate, bool check_numel,
                            bool check_shapes, const std::vector<std::string>& prechecks, const Temporaries& temps,
-                           const std::string& torch, const std::string& indent, const std::string& eol) {
+                           const std::vector<std::string>& guards, const std::string& torch, const std::string& indent,
+                           const std::string& eol) {
   std::string out = "graphmend_cond = " + predicate + eol + indent;
   // The original branch, selected by the test: what runs when a check fails.
   bool keeps_all =
@@ -166,9 +175,10 @@ std::string guarded_select(std::vector<Target> targets, const std::string& predi
   if (check_numel) checks.push_back("graphmend_cond.numel() == 1");
   if (!check_shapes) {
     out += "if " + join(checks) + ":" + temps.emit(true, true, indent_step(indent), eol);
+    for (const auto& g : guards) out += eol + indent_step(indent) + g;
     for (const auto& t : targets)
-      out += eol + indent_step(indent) + t.lhs + torch + ".where(graphmend_cond, " + t.then_text + ", " + t.else_text +
-             ")";
+      out += eol + indent_step(indent) + t.lhs + torch + ".where(graphmend_cond, " + t.then_selected() + ", " +
+             t.else_selected() + ")";
     return out + fallback(targets, indent, true);
   }
   // Only one target is ever shape-checked (the caller refuses several).
@@ -181,9 +191,12 @@ std::string guarded_select(std::vector<Target> targets, const std::string& predi
   }
   std::string inner = indent_step(at);
   if (!temps.empty()) out += temps.emit(true, true, at, eol).substr(eol.size() + at.size()) + eol + at;
-  out += "graphmend_then = " + targets[0].then_text + eol + at + "graphmend_else = " + targets[0].else_text + eol + at;
+  for (const auto& g : guards) out += g + eol + at;
+  out += "graphmend_then = " + targets[0].then_selected() + eol + at +
+         "graphmend_else = " + targets[0].else_selected() + eol + at;
   targets[0].then_text = "graphmend_then";
   targets[0].else_text = "graphmend_else";
+  targets[0].select_then = targets[0].select_else = "";
   std::vector<std::string> late;
   if (check_numel) late.push_back("graphmend_cond.numel() == 1");
   late.push_back("graphmend_then.shape == graphmend_else.shape and graphmend_then.dtype == graphmend_else.dtype");
@@ -281,6 +294,62 @@ TransformResult apply(const TransformContext& ctx) {
         "the tests of this elif chain are not provably single elements (torch.where would select "
         "element-wise where the original raises)"};
 
+  // #28 techniques 1 and 2 need the test bound to a name, and a value's untaken side is where that one test
+  // fails: single tests only.
+  const bool single_test = predicates.size() == 1;
+  // A guard `torch.where(c, x, ...)` keeps `x`'s shape only for a 0-dim `c`.
+  const std::string no_guards =
+      !single_test ? "not generated for elif chains, where a value is untaken when any earlier test holds too"
+      : !is_zero_dim(doc, model, branches[0].condition, *fn)
+          ? "the test is not provably a 0-dim tensor, and a guard would broadcast the inputs to its shape"
+          : "";
+  // Technique 2: a part of the test the values repeat, bound once as graphmend_shared.
+  SharedTestValue shared;
+  std::vector<std::pair<ByteRange, std::string>> renamed;  // its repeats in the values, by that name
+  std::string shared_line;
+  auto share = [&](const std::vector<TSNode>& values) {
+    shared = shared_test_value(doc, model, *fn, branches[0].condition, values);
+    if (ts_node_is_null(shared.in_test)) return;
+    const std::string s = text(doc, shared.in_test);
+    const size_t at = predicates[0].find(s);
+    if (!single_test || at == std::string::npos || at != predicates[0].find_first_not_of('(')) {
+      shared =
+          SharedTestValue{{}, {}, "a value repeats the test's `" + s + "`, which is shared for a single test only"};
+      return;
+    }
+    predicates[0].replace(at, s.size(), "graphmend_shared");
+    for (ByteRange r : shared.in_values) renamed.push_back({r, "graphmend_shared"});
+    shared_line = "graphmend_shared = " + s;
+  };
+  auto refused = [&](std::string why) {
+    if (!shared.missing.empty()) why += " (shared test subexpression: " + shared.missing + ")";
+    return Refusal{why};
+  };
+  // A value's text with the shared part renamed (what the original branch computes, in the fallbacks).
+  auto plain = [&](TSNode v) { return rewritten_value(doc, v, {}, renamed, nullptr); };
+  // Technique 1: the value with its inputs fed ones where it is not selected; the guard lines go to `guards`.
+  std::vector<std::string> guards;
+  std::map<std::string, std::string> guard_sources;  // guard name -> what it guards
+  auto guarded = [&](TSNode v, const std::vector<TSNode>& leaves, bool then_side) {
+    return rewritten_value(doc, v, leaves, renamed, [&](const std::string& source) {
+      std::string id;
+      for (char c : source) id += std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
+      if (id.rfind("graphmend_", 0) == 0) id = id.substr(10);
+      std::string name = std::string(then_side ? "graphmend_then_" : "graphmend_else_") + id;
+      while (guard_sources.count(name) && guard_sources[name] != source) name += "_";
+      if (!guard_sources.count(name)) {
+        guard_sources[name] = source;
+        std::string ones = torch.name + ".ones_like(" + source + ")";
+        guards.push_back(name + " = " + torch.name + ".where(graphmend_cond, " +
+                         (then_side ? source + ", " + ones : ones + ", " + source) + ")");
+      }
+      return name;
+    });
+  };
+  auto any_guards = [](const SelectCheck& c) {
+    return std::any_of(c.untaken_guards.begin(), c.untaken_guards.end(), [](const auto& g) { return !g.empty(); });
+  };
+
   std::string indent = indentation_of(doc, stmt);
   std::string eol(detect_line_ending(doc.text()));
   std::string replacement;
@@ -324,22 +393,35 @@ TransformResult apply(const TransformContext& ctx) {
     }
     std::vector<TSNode> all = returns;
     all.push_back(fallback);
-    SelectCheck check = check_select(doc, model, *fn, all, stmt, established, false, torch.name);
-    if (!check.refusal.empty()) return Refusal{check.refusal};
+    share(all);
+    SelectCheck check =
+        check_select(doc, model, *fn, all, stmt, established, false, torch.name, "", shared.in_values, no_guards);
+    if (!check.refusal.empty()) return refused(check.refusal);
     hazard = check.hazard;
     if (hazard.empty()) hazard = why_alias_observable(doc, model, *fn, all, "", "", fallback);
     std::vector<std::string> values;
-    for (TSNode r : returns) values.push_back(text(doc, r));
+    for (TSNode r : returns) values.push_back(plain(r));
+    Target target{"return ", values[0], plain(fallback)};
+    if (any_guards(check)) {
+      target.select_then = guarded(returns[0], check.untaken_guards[0], true);
+      target.select_else = guarded(fallback, check.untaken_guards[1], false);
+    }
+    if (!shared_line.empty()) replacement += shared_line + eol + indent;
     bool shapes = !check.shape_unproven.empty();
     if (shapes || numel_unproven || !check.prechecks.empty()) {
       if (predicates.size() != 1 || (shapes && !tensors(model, *fn, all)))
         return Refusal{shapes ? check.shape_unproven
                               : "the values of this elif chain need trace-time checks (" + check.prechecks[0] +
                                     "), which are not generated for chains yet"};
-      replacement += guarded_select({{"return ", values[0], text(doc, fallback)}}, predicates[0], numel_unproven,
-                                    shapes, check.prechecks, Temporaries{}, torch.name, indent, eol);
+      replacement += guarded_select({target}, predicates[0], numel_unproven, shapes, check.prechecks, Temporaries{},
+                                    guards, torch.name, indent, eol);
+    } else if (!guards.empty()) {
+      replacement += "graphmend_cond = " + predicates[0] + eol + indent;
+      for (const auto& g : guards) replacement += g + eol + indent;
+      replacement += "return " + torch.name + ".where(graphmend_cond, " + target.then_selected() + ", " +
+                     target.else_selected() + ")";
     } else {
-      replacement += "return " + select(values, text(doc, fallback));
+      replacement += "return " + select(values, target.else_text);
     }
   } else {
     // Form: assignments.
@@ -409,6 +491,10 @@ TransformResult apply(const TransformContext& ctx) {
     }
     if (order.size() > 1 && predicates.size() > 1)
       return Refusal{"elif chains that assign several variables are not predicated yet"};
+    std::vector<TSNode> every_value;
+    for (const auto& per_branch : assigned)
+      for (const auto& [name, value] : per_branch) every_value.push_back(value);
+    share(every_value);
     std::vector<Target> targets;
     std::vector<std::string> prechecks;  // trace-time checks every value needs before it may be evaluated
     std::vector<std::vector<std::string>> chain_values;  // per variable: the values of the conditional branches
@@ -416,6 +502,7 @@ TransformResult apply(const TransformContext& ctx) {
     std::string shape_reason;
     for (const std::string& name : order) {
       std::vector<TSNode> values;
+      std::vector<size_t> value_branch;  // the branch each value belongs to
       std::vector<std::string> texts;
       bool defined = defined_before(doc, *fn, name, stmt);
       size_t conditional = has_else ? branches.size() - 1 : branches.size();
@@ -423,7 +510,8 @@ TransformResult apply(const TransformContext& ctx) {
         auto it = assigned[i].find(name);
         if (it != assigned[i].end()) {
           values.push_back(it->second);
-          if (i < conditional) texts.push_back(text(doc, it->second));
+          value_branch.push_back(i);
+          if (i < conditional) texts.push_back(plain(it->second));
         } else {
           if (!defined) return Refusal{"`" + name + "` is only defined on some paths of the if"};
           if (i < conditional) texts.push_back(name);
@@ -432,15 +520,15 @@ TransformResult apply(const TransformContext& ctx) {
       std::string fallback = name;
       if (has_else) {
         auto it = assigned.back().find(name);
-        if (it != assigned.back().end()) fallback = text(doc, it->second);
+        if (it != assigned.back().end()) fallback = plain(it->second);
       } else if (!defined) {
         return Refusal{"`" + name + "` is only defined when the test is true"};
       }
       const bool keeps_old_value = values.size() < branches.size() + (has_else ? 0 : 1);
       if (auto why = why_written_in_place_after(doc, *fn, name, stmt); !why.empty()) return Refusal{why};
       SelectCheck check = check_select(doc, model, *fn, values, stmt, established, keeps_old_value, torch.name,
-                                       keeps_old_value ? name : "");
-      if (!check.refusal.empty()) return Refusal{check.refusal};
+                                       keeps_old_value ? name : "", shared.in_values, no_guards);
+      if (!check.refusal.empty()) return refused(check.refusal);
       for (const std::string& c : check.prechecks) {
         if (std::find(prechecks.begin(), prechecks.end(), c) == prechecks.end()) prechecks.push_back(c);
       }
@@ -467,6 +555,13 @@ TransformResult apply(const TransformContext& ctx) {
       if (hazard.empty())
         hazard = why_alias_observable(doc, model, *fn, values, keeps_old_value ? name : "", name, stmt);
       targets.push_back({name + " = ", texts.empty() ? name : texts[0], fallback});
+      for (size_t j = 0; j < values.size() && any_guards(check); ++j) {
+        if (check.untaken_guards[j].empty()) continue;
+        if (value_branch[j] == 0)
+          targets.back().select_then = guarded(values[j], check.untaken_guards[j], true);
+        else
+          targets.back().select_else = guarded(values[j], check.untaken_guards[j], false);
+      }
       chain_values.push_back(texts);
     }
     for (const std::string& c : temp_checks) {
@@ -476,21 +571,28 @@ TransformResult apply(const TransformContext& ctx) {
     if (!prechecks.empty() && predicates.size() != 1)
       return Refusal{"the values of this elif chain need trace-time checks (" + prechecks[0] +
                      "), which are not generated for chains yet"};
+    if (!shared_line.empty()) replacement += shared_line + eol + indent;
     if (shapes || numel_unproven || !prechecks.empty()) {
-      replacement +=
-          guarded_select(targets, predicates[0], numel_unproven, shapes, prechecks, temps, torch.name, indent, eol);
+      replacement += guarded_select(targets, predicates[0], numel_unproven, shapes, prechecks, temps, guards,
+                                    torch.name, indent, eol);
     } else {
       // Temporaries without checks are total: computed first, in their own order.
       for (const std::string& l : temps.then_lines) replacement += l + eol + indent;
       for (const std::string& l : temps.else_lines) replacement += l + eol + indent;
-      bool hoist = targets.size() > 1 && !is_type(unparenthesize(branches[0].condition), "identifier");
+      bool hoist =
+          (targets.size() > 1 && !is_type(unparenthesize(branches[0].condition), "identifier")) || !guards.empty();
       if (hoist) {
         replacement += "graphmend_cond = " + predicates[0] + eol + indent;
         predicates[0] = "graphmend_cond";
       }
+      for (const auto& g : guards) replacement += g + eol + indent;
       for (size_t k = 0; k < targets.size(); ++k) {
         if (k) replacement += eol + indent;
-        replacement += targets[k].lhs + select(chain_values[k], targets[k].else_text);
+        if (!targets[k].select_then.empty() || !targets[k].select_else.empty())
+          replacement += targets[k].lhs + torch.name + ".where(graphmend_cond, " + targets[k].then_selected() + ", " +
+                         targets[k].else_selected() + ")";
+        else
+          replacement += targets[k].lhs + select(chain_values[k], targets[k].else_text);
       }
     }
   }

@@ -27,9 +27,19 @@ TransformResult apply(const TransformContext& ctx) {
     if (auto written = why_written_in_place_after(doc, *fn, text(doc, field(parent, "left")), parent); !written.empty())
       return Refusal{written};
   }
-  SelectCheck check =
-      check_select(doc, ctx.model, *fn, {a, b}, node, established_by(doc, ctx.model, cond, *fn), false, torch.name);
-  if (!check.refusal.empty()) return Refusal{check.refusal};
+  // #28 techniques 1 and 2 bind the test to a name first: statements, which an expression cannot hold.
+  SelectCheck check = check_select(doc, ctx.model, *fn, {a, b}, node, established_by(doc, ctx.model, cond, *fn), false,
+                                   torch.name, "", {},
+                                   "not generated for conditional expressions, which cannot bind the test to a name "
+                                   "(an if statement can)");
+  if (!check.refusal.empty()) {
+    SharedTestValue shared = shared_test_value(doc, ctx.model, *fn, cond, {a, b});
+    if (!ts_node_is_null(shared.in_test) || !shared.missing.empty())
+      check.refusal +=
+          " (shared test subexpression: a value repeats part of the test, which is shared in if "
+          "statements only)";
+    return Refusal{check.refusal};
+  }
   // Only the dtype unproven: a floating `x` keeps it in every value, checked at trace time (else the original runs).
   if (!check.shape_unproven.empty() && !check.floating_check.empty()) {
     check.prechecks.push_back(check.floating_check);

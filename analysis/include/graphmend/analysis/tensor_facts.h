@@ -41,7 +41,10 @@ struct Speculation {
   std::string raises;  // non-empty: may raise whatever the metadata (`x.view(2, 2)`, torch.cat, user code)
   std::vector<RaiseCondition> needs;  // otherwise it cannot raise when these hold (in evaluation order)
 };
-Speculation speculate(const Document& doc, const SemanticModel& model, TSNode expr, const FunctionInfo& fn);
+// `precomputed`: subexpressions the original has already evaluated (a test's value the fix reuses), which
+// run nothing when read again.
+Speculation speculate(const Document& doc, const SemanticModel& model, TSNode expr, const FunctionInfo& fn,
+                      const std::vector<ByteRange>& precomputed = {});
 // The conditions that hold once the original has evaluated `test` without raising: the conditions of its
 // unconditionally evaluated part (the left operand of `and`/`or`, recursively).
 std::vector<RaiseCondition> established_by(const Document& doc, const SemanticModel& model, TSNode test,
@@ -65,7 +68,7 @@ struct Selectability {
 };
 Selectability selectability(const Document& doc, const SemanticModel& model, const FunctionInfo& fn,
                             const std::vector<TSNode>& alternatives, const std::vector<RaiseCondition>& established,
-                            bool keeps_old_value);
+                            bool keeps_old_value, const std::vector<ByteRange>& precomputed = {});
 // The Python test that a condition holds, for a trace-time check (`torch` is the module's name in the file).
 std::string check_text(const Document& doc, const RaiseCondition& condition, const std::string& torch);
 // Side effects only (randomness, in-place ops, unknown calls, graph exits): for arguments that the original
@@ -75,6 +78,9 @@ std::string why_effectful(const Document& doc, const SemanticModel& model, TSNod
 // `expr` is provably a one-element tensor (so `bool(expr)` and `torch.where(expr, ...)` agree).
 bool is_one_element(const Document& doc, const SemanticModel& model, TSNode expr, const FunctionInfo& fn,
                     int depth = 0);
+// `expr` is provably a 0-dim tensor or a Python number (comparisons and logical operations of full reductions
+// such as `x.amin() > 0`): torch.where with it as the condition keeps the other operands' shapes exactly.
+bool is_zero_dim(const Document& doc, const SemanticModel& model, TSNode expr, const FunctionInfo& fn, int depth = 0);
 // `expr` is provably a bool tensor (comparisons, isnan, logical_*, `~` of one, locals only assigned those).
 bool is_bool_valued(const Document& doc, const SemanticModel& model, TSNode expr, const FunctionInfo& fn,
                     int depth = 0);
