@@ -766,6 +766,8 @@ Selectability selectability(const Document& doc, const SemanticModel& model, con
     bool simple = tensor(c.subject) && (!pair || tensor(c.other));
     if (!simple || c.kind == RaiseCondition::Kind::Integral) {
       out.refusal = c.why + ", on a path where the original did not run it";
+      // #28 technique 5 decides broadcasting at trace time, from the names' static shapes.
+      if (pair && !simple) out.refusal += " (trace-time broadcast check: only between plain names or `self.<attr>`)";
       return;
     }
     if (!established(c, out.checks)) out.checks.push_back(c);
@@ -885,14 +887,28 @@ bool is_zero_dim(const Document& doc, const SemanticModel& model, TSNode expr, c
   }
   if (t == "unary_operator" || t == "not_operator")
     return is_zero_dim(doc, model, field(expr, "argument"), fn, depth + 1);
+  if (t == "identifier") {
+    // A local whose every binding that reaches this read is a plain assignment of a 0-dim value (a parameter
+    // may hold anything).
+    const std::string name = text(doc, expr);
+    const auto found = fn.binding_nodes.find(name);
+    if (found == fn.binding_nodes.end() || found->second.empty()) return false;
+    const ReachingBindings reaching = reaching_bindings(expr, found->second, fn);
+    if (reaching.entry || reaching.bindings.empty()) return false;
+    return std::all_of(reaching.bindings.begin(), reaching.bindings.end(), [&](TSNode b) {
+      return is_type(b, "assignment") && is_type(field(b, "left"), "identifier") &&
+             is_zero_dim(doc, model, field(b, "right"), fn, depth + 1);
+    });
+  }
   if (t != "call") return false;
   TSNode callee = callee_of(expr);
   uint32_t n = named_child_count(field(expr, "arguments"));
   if (is_type(callee, "attribute") && model.kind_of(field(callee, "object"), fn) == ValueKind::Tensor) {
     std::string method = text(doc, field(callee, "attribute"));
     if (one_of(std::string_view(method), kFullReductions)) return n == 0;
+    // `.item()` counts as its receiver: a fix that compares in the graph compares the receiver itself.
     if (method == "float" || method == "double" || method == "bool" || method == "logical_not" || method == "abs" ||
-        method == "detach")
+        method == "detach" || method == "item")
       return n == 0 && is_zero_dim(doc, model, field(callee, "object"), fn, depth + 1);
     return false;
   }

@@ -31,23 +31,16 @@ bool exact_in_bfloat16_and_half(double v) {
 // Why `literal` may compare differently in Python and in torch for some dtype of the tensor (see above);
 // empty when it cannot. `floating`: the tensor is known to be floating (no int8/uint8 wrap-around).
 std::string inexact_literal(const Document& doc, TSNode literal, bool floating) {
-  TSNode n = unparenthesize(literal);
-  bool negative = false;
-  if (is_type(n, "unary_operator") && text(doc, field(n, "operator")) == "-") {
-    negative = true;
-    n = field(n, "argument");
-  }
   const std::string shown = "`" + text(doc, literal) + "`";
   const std::string rounding =
       "the number is compared with " + shown + ", and a tensor comparison could round differently than Python's";
-  if (!is_type(n, "integer") && !is_type(n, "float")) return rounding;
-  std::string t = text(doc, n);
-  if (t.find_first_of("xXoObBjJ_") != std::string::npos) return rounding;
-  const double v = std::strtod(t.c_str(), nullptr);
-  if (is_type(n, "integer") && !floating && (negative || v > 127))
+  auto number = numeric_literal(doc, literal);
+  // `1_000` is refused as before: the separator is rare here, and the exactness tables were checked without it.
+  if (!number || text(doc, literal).find('_') != std::string::npos) return rounding;
+  if (number->integer && !floating && (number->value < 0 || number->value > 127))
     return "the number is compared with " + shown +
            ", which an int8 or uint8 tensor would wrap around (nothing proves the tensor floating)";
-  return exact_in_bfloat16_and_half(v) ? "" : rounding;
+  return exact_in_bfloat16_and_half(std::fabs(number->value)) ? "" : rounding;
 }
 
 TransformResult apply(const TransformContext& ctx) {

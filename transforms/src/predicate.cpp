@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cmath>
 #include <functional>
 
 namespace graphmend::fixes {
@@ -347,11 +348,9 @@ std::string item_comparison(const Document& doc, const SemanticModel& model, TSN
   TSNode number = bound;
   if (is_type(number, "unary_operator") && text(doc, field(number, "operator")) == "-")
     number = unparenthesize(field(number, "argument"));
+  auto literal = numeric_literal(doc, bound);
   if (is_type(number, "integer")) {
-    std::string digits = text(doc, number);
-    digits.erase(std::remove(digits.begin(), digits.end(), '_'), digits.end());
-    if (digits.find_first_not_of("0123456789") != std::string::npos || digits.size() > 16 ||
-        std::stod(digits) > 9007199254740992.0) {
+    if (!literal || std::fabs(literal->value) > 9007199254740992.0) {
       why = "the integer `" + text(doc, bound) + "` is not exact in double precision (exact .item() comparison)";
       return "";
     }
@@ -422,6 +421,26 @@ std::string why_alias_observable(const Document& doc, const SemanticModel& model
          ", where identity or later in-place writes can tell them apart (aliasing)";
 }
 
+// A one-element test of more dimensions than the values would broadcast them in torch.where (a `(1, 1, 1)` test
+// makes a 2-d select 3-d): a test not provably 0-dim is reshaped to 0-dim, exact for one element.
+std::string zero_dim(const Document& doc, const SemanticModel& model, TSNode condition, const FunctionInfo& fn,
+                     const std::string& predicate) {
+  if (is_zero_dim(doc, model, condition, fn)) return predicate;
+  // `f(...)` or `a.b(...)` as a whole takes `.reshape(())` as is; anything else in parentheses.
+  bool one_call = false;
+  if (size_t open = predicate.find('(');
+      open != std::string::npos && !predicate.empty() && predicate.back() == ')' && predicate.find(' ') > open) {
+    int depth = 0;
+    one_call = true;
+    for (size_t i = open; i < predicate.size(); ++i) {
+      depth += predicate[i] == '(' ? 1 : predicate[i] == ')' ? -1 : 0;
+      if (depth == 0 && i + 1 < predicate.size()) one_call = false;
+    }
+  }
+  bool simple = one_call || predicate.find_first_of(" ()") == std::string::npos;
+  return (simple ? predicate : "(" + predicate + ")") + ".reshape(())";
+}
+
 std::string predicate_text(const Document& doc, const SemanticModel& model, TSNode condition, const FunctionInfo& fn,
                            const std::string& torch, std::string& why, bool* numel_unproven) {
   condition = unparenthesize(condition);
@@ -445,7 +464,7 @@ std::string predicate_text(const Document& doc, const SemanticModel& model, TSNo
     return torch + ".logical_" + op + "(" + l + ", " + r + ")";
   }
   if (std::string exact = item_comparison(doc, model, condition, fn, torch, why); !exact.empty() || !why.empty())
-    return exact;
+    return exact.empty() ? exact : zero_dim(doc, model, condition, fn, exact);
   ValueKind kind = model.kind_of(condition, fn);
   if (kind != ValueKind::Tensor) {
     why = "the test `" + text(doc, condition) + "` is not a tensor, so it must stay a Python `if`";
@@ -467,8 +486,13 @@ std::string predicate_text(const Document& doc, const SemanticModel& model, TSNo
           "element-wise where the original raises)";
     return "";
   }
-  return as_bool(doc, condition);
+  return zero_dim(doc, model, condition, fn, as_bool(doc, condition));
 }
+
+// Named in shape refusals (#28 technique 3): what the shape proof knows.
+constexpr const char* kShapeProof =
+    " (shape proof: arithmetic with Python numbers, casts, elementwise and masked operations keep a tensor's shape; "
+    "anything else needs its shape checked at trace time)";
 
 SelectCheck check_select(const Document& doc, const SemanticModel& model, const FunctionInfo& fn,
                          const std::vector<TSNode>& values, TSNode statement,
@@ -503,11 +527,13 @@ SelectCheck check_select(const Document& doc, const SemanticModel& model, const 
     if (!out.shape_unproven.empty()) continue;
     ValueShape s = shape_of(doc, model, v, fn);
     if (s.likeness == Likeness::None) {
-      out.shape_unproven = "cannot prove that `" + text(doc, v) + "` has the same shape as the other branch";
+      out.shape_unproven =
+          "cannot prove that `" + text(doc, v) + "` has the same shape as the other branch" + kShapeProof;
       continue;
     }
     if (!base.empty() && s.base != base) {
-      out.shape_unproven = "cannot prove that `" + text(doc, v) + "` has the same shape as `" + base + "`";
+      out.shape_unproven =
+          "cannot prove that `" + text(doc, v) + "` has the same shape as `" + base + "`" + kShapeProof;
       continue;
     }
     base = s.base;

@@ -173,11 +173,13 @@ std::string guarded_select(std::vector<Target> targets, const std::string& predi
   };
   std::vector<std::string> checks = prechecks;
   if (check_numel) checks.push_back("graphmend_cond.numel() == 1");
+  // Checked to be one element, the test is made 0-dim for the select (see zero_dim in predicate.cpp).
+  const std::string cond = check_numel ? "graphmend_cond.reshape(())" : "graphmend_cond";
   if (!check_shapes) {
     out += "if " + join(checks) + ":" + temps.emit(true, true, indent_step(indent), eol);
     for (const auto& g : guards) out += eol + indent_step(indent) + g;
     for (const auto& t : targets)
-      out += eol + indent_step(indent) + t.lhs + torch + ".where(graphmend_cond, " + t.then_selected() + ", " +
+      out += eol + indent_step(indent) + t.lhs + torch + ".where(" + cond + ", " + t.then_selected() + ", " +
              t.else_selected() + ")";
     return out + fallback(targets, indent, true);
   }
@@ -202,7 +204,7 @@ std::string guarded_select(std::vector<Target> targets, const std::string& predi
   late.push_back("graphmend_then.shape == graphmend_else.shape and graphmend_then.dtype == graphmend_else.dtype");
   out += "if " + join(late) + ":";
   for (const auto& t : targets)
-    out += eol + inner + t.lhs + torch + ".where(graphmend_cond, " + t.then_text + ", " + t.else_text + ")";
+    out += eol + inner + t.lhs + torch + ".where(" + cond + ", " + t.then_text + ", " + t.else_text + ")";
   out += fallback(targets, at, false);
   if (!prechecks.empty()) out += fallback(original, indent, true);
   return out;
@@ -297,12 +299,12 @@ TransformResult apply(const TransformContext& ctx) {
   // #28 techniques 1 and 2 need the test bound to a name, and a value's untaken side is where that one test
   // fails: single tests only.
   const bool single_test = predicates.size() == 1;
-  // A guard `torch.where(c, x, ...)` keeps `x`'s shape only for a 0-dim `c`.
+  // A guard `torch.where(c, x, ...)` keeps `x`'s shape only for a 0-dim `c`: predicate_text makes a one-element
+  // test 0-dim, a test whose size is checked at trace time is not.
   const std::string no_guards =
-      !single_test ? "not generated for elif chains, where a value is untaken when any earlier test holds too"
-      : !is_zero_dim(doc, model, branches[0].condition, *fn)
-          ? "the test is not provably a 0-dim tensor, and a guard would broadcast the inputs to its shape"
-          : "";
+      !single_test     ? "not generated for elif chains, where a value is untaken when any earlier test holds too"
+      : numel_unproven ? "the test is not provably one element, and a guard would broadcast the inputs to its shape"
+                       : "";
   // Technique 2: a part of the test the values repeat, bound once as graphmend_shared.
   SharedTestValue shared;
   std::vector<std::pair<ByteRange, std::string>> renamed;  // its repeats in the values, by that name

@@ -356,6 +356,23 @@ bool is_closed_literal(const Document& doc, TSNode node) {
   return true;
 }
 
+std::optional<NumericLiteral> numeric_literal(const Document& doc, TSNode node) {
+  node = unparenthesize(node);
+  bool negative = false;
+  if (is_type(node, "unary_operator") && text(doc, field(node, "operator")) == "-") {
+    negative = true;
+    node = unparenthesize(field(node, "argument"));
+  }
+  if (!is_type(node, "integer") && !is_type(node, "float")) return std::nullopt;
+  std::string digits = text(doc, node);
+  digits.erase(std::remove(digits.begin(), digits.end(), '_'), digits.end());
+  if (digits.find_first_of("xXoObBjJ") != std::string::npos) return std::nullopt;
+  char* end = nullptr;
+  double v = std::strtod(digits.c_str(), &end);
+  if (end == digits.c_str() || *end != '\0') return std::nullopt;
+  return NumericLiteral{negative ? -v : v, is_type(node, "integer")};
+}
+
 std::optional<OperatorPlacement> operator_placement(const Document& doc, TSNode node) {
   TSNode top = node;
   while (!ts_node_is_null(ts_node_parent(top)) && !is_type(ts_node_parent(top), "module")) top = ts_node_parent(top);

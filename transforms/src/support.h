@@ -77,6 +77,13 @@ std::string behaviour_hash(std::string_view behaviour);
 // A literal that means the same wherever it is evaluated: a number, True/False/None, a string without
 // interpolation (implicitly concatenated ones included), a negated number.
 bool is_closed_literal(const Document& doc, TSNode node);
+// A number literal as Python reads it, one leading minus included: decimal integers and floats, `_` separators
+// allowed. Hex, octal, binary and complex literals, and anything else, give nullopt.
+struct NumericLiteral {
+  double value = 0;
+  bool integer = false;  // an integer literal (its value may be beyond double's exact range)
+};
+std::optional<NumericLiteral> numeric_literal(const Document& doc, TSNode node);
 // Where a runtime operator goes: its definition before the top-level statement that holds `node`, the
 // module-level helpers after the imports. Empty when that statement comes before the imports end.
 struct OperatorPlacement {

@@ -44,26 +44,11 @@ Interval hull(std::initializer_list<double> values) {
   return out;
 }
 
-// A literal number, exactly as Python reads it (no hex, octal, binary or complex forms).
+// A finite number literal's value.
 std::optional<double> literal_value(const Document& doc, TSNode node) {
-  node = unparenthesize(node);
-  if (is_type(node, "unary_operator") && text(doc, field(node, "operator")) == "-") {
-    auto v = literal_value(doc, field(node, "argument"));
-    if (v) return -*v;
-    return std::nullopt;
-  }
-  if (!is_type(node, "integer") && !is_type(node, "float")) return std::nullopt;
-  std::string digits;
-  for (char c : text(doc, node)) {
-    if (c == '_') continue;
-    if (c == 'x' || c == 'X' || c == 'o' || c == 'O' || c == 'b' || c == 'B' || c == 'j' || c == 'J')
-      return std::nullopt;
-    digits += c;
-  }
-  char* end = nullptr;
-  double v = std::strtod(digits.c_str(), &end);
-  if (end == digits.c_str() || *end != '\0' || !std::isfinite(v)) return std::nullopt;
-  return v;
+  auto literal = numeric_literal(doc, node);
+  if (!literal || !std::isfinite(literal->value)) return std::nullopt;
+  return literal->value;
 }
 
 class OnesEvaluator {
