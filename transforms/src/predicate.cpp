@@ -422,23 +422,13 @@ std::string why_alias_observable(const Document& doc, const SemanticModel& model
 }
 
 // A one-element test of more dimensions than the values would broadcast them in torch.where (a `(1, 1, 1)` test
-// makes a 2-d select 3-d): a test not provably 0-dim is reshaped to 0-dim, exact for one element.
+// makes a 2-d select 3-d): a test not provably 0-dim is reshaped to 0-dim, exact for one element. `predicate` is
+// a call (`x.any()`, `m.bool()`, `torch.as_tensor(...)`) that takes `.reshape(())` as is, or, for a comparison
+// (`comparison`), the comparison's text, which needs parentheses.
 std::string zero_dim(const Document& doc, const SemanticModel& model, TSNode condition, const FunctionInfo& fn,
-                     const std::string& predicate) {
+                     const std::string& predicate, bool comparison) {
   if (is_zero_dim(doc, model, condition, fn)) return predicate;
-  // `f(...)` or `a.b(...)` as a whole takes `.reshape(())` as is; anything else in parentheses.
-  bool one_call = false;
-  if (size_t open = predicate.find('(');
-      open != std::string::npos && !predicate.empty() && predicate.back() == ')' && predicate.find(' ') > open) {
-    int depth = 0;
-    one_call = true;
-    for (size_t i = open; i < predicate.size(); ++i) {
-      depth += predicate[i] == '(' ? 1 : predicate[i] == ')' ? -1 : 0;
-      if (depth == 0 && i + 1 < predicate.size()) one_call = false;
-    }
-  }
-  bool simple = one_call || predicate.find_first_of(" ()") == std::string::npos;
-  return (simple ? predicate : "(" + predicate + ")") + ".reshape(())";
+  return (comparison ? "(" + predicate + ")" : predicate) + ".reshape(())";
 }
 
 std::string predicate_text(const Document& doc, const SemanticModel& model, TSNode condition, const FunctionInfo& fn,
@@ -464,7 +454,7 @@ std::string predicate_text(const Document& doc, const SemanticModel& model, TSNo
     return torch + ".logical_" + op + "(" + l + ", " + r + ")";
   }
   if (std::string exact = item_comparison(doc, model, condition, fn, torch, why); !exact.empty() || !why.empty())
-    return exact.empty() ? exact : zero_dim(doc, model, condition, fn, exact);
+    return exact.empty() ? exact : zero_dim(doc, model, condition, fn, exact, false);
   ValueKind kind = model.kind_of(condition, fn);
   if (kind != ValueKind::Tensor) {
     why = "the test `" + text(doc, condition) + "` is not a tensor, so it must stay a Python `if`";
@@ -486,7 +476,7 @@ std::string predicate_text(const Document& doc, const SemanticModel& model, TSNo
           "element-wise where the original raises)";
     return "";
   }
-  return zero_dim(doc, model, condition, fn, as_bool(doc, condition));
+  return zero_dim(doc, model, condition, fn, as_bool(doc, condition), is_type(condition, "comparison_operator"));
 }
 
 // Named in shape refusals (#28 technique 3): what the shape proof knows.
