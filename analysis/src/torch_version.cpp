@@ -144,6 +144,7 @@ std::optional<DetectedTorch> detect_torch(const fs::path& near, const Environmen
 }
 
 std::optional<DetectedTorch> TorchDetector::near(const fs::path& folder) {
+  std::lock_guard<std::mutex> lock(mutex_);
   if (auto it = by_folder_.find(folder); it != by_folder_.end()) return it->second;
   return by_folder_.emplace(folder, detect_torch(folder, context_)).first->second;
 }

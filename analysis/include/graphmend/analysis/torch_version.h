@@ -7,6 +7,7 @@
 #include <compare>
 #include <filesystem>
 #include <map>
+#include <mutex>
 #include <optional>
 #include <span>
 #include <string>
@@ -65,11 +66,16 @@ std::optional<DetectedTorch> detect_torch(const std::filesystem::path& near, con
 class TorchDetector {
  public:
   explicit TorchDetector(EnvironmentContext context = EnvironmentContext::current()) : context_(std::move(context)) {}
+  // Thread-safe: `check --jobs N` resolves the configuration of its files from N threads.
   std::optional<DetectedTorch> near(const std::filesystem::path& folder);
-  void clear() { by_folder_.clear(); }
+  void clear() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    by_folder_.clear();
+  }
 
  private:
   EnvironmentContext context_;
+  std::mutex mutex_;
   std::map<std::filesystem::path, std::optional<DetectedTorch>> by_folder_;
 };
 
