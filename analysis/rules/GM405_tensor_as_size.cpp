@@ -1,6 +1,7 @@
 // GM405: a tensor where Python needs an int: slice bounds, sizes, counts, `range()`.
 #include <algorithm>
 #include <array>
+#include <optional>
 #include <string_view>
 
 #include "graphmend/analysis/annotations.h"
@@ -19,13 +20,16 @@ const RuleInfo kInfo{
     .code = "GM405",
     .name = "tensor-as-size",
     .family = "tensor to Python",
-    .summary = "A tensor used as a slice bound, size, count or `range()` bound",
+    .summary = "A tensor used as a slice bound, size, count, `range()` bound or integer index",
     .explanation =
         "Slice bounds, sizes (`view`, `reshape`, `expand`, `repeat`, `torch.zeros`, ...), counts (`torch.linspace` "
         "steps, `topk`'s k, `split` sizes, `narrow`'s start and length) and `range()` need a Python int. Given a "
         "tensor (a reduction such as `mask.sum()`, or a row of a shapes tensor in `for h, w in shapes:`), Dynamo must "
         "read its value, which it does not have while tracing: it breaks the graph (\"Data dependent operator\", or "
-        "`Tensor.item()` for slice bounds).",
+        "`Tensor.item()` for slice bounds). So does indexing with a 0-dim integer tensor the frame computed "
+        "(`alphas[x.argmax()]`, `timesteps[index + 1]` with `index` an element of `nonzero`): Python reads such an "
+        "index as an int. An index that is an input of the frame is specialised on instead (a recompile for each "
+        "value), and a 1-dim index tensor is advanced indexing, which reads nothing.",
     .registry_id = "GB0033",
     .fix_summary =
         "No automatic fix: keep sizes as Python ints (shapes from `.shape`/`.size()`, lengths known in advance), or "
@@ -211,6 +215,139 @@ TSNode tensor_argument(RuleContext& ctx, TSNode call, const FunctionInfo& fn, st
   return found;
 }
 
+// An integer literal, possibly negated (`0`, `-1`).
+bool integer_literal(RuleContext& ctx, TSNode node) {
+  node = unparenthesize(node);
+  if (is_type(node, "unary_operator") && ctx.text(field(node, "operator")) == "-") {
+    node = unparenthesize(field(node, "argument"));
+  }
+  return is_type(node, "integer");
+}
+
+// A call of `recv.method()` with no arguments on a tensor receiver; returns the method name or "".
+std::string argumentless_tensor_method(RuleContext& ctx, TSNode call, const FunctionInfo& fn) {
+  if (!is_type(call, "call") || named_child_count(field(call, "arguments")) != 0) return "";
+  return tensor_method(ctx, call, fn);
+}
+
+bool keyword_is(RuleContext& ctx, TSNode call, std::string_view name, std::string_view value) {
+  bool found = false;
+  each_named_child(field(call, "arguments"), [&](TSNode arg) {
+    found = found || (is_type(arg, "keyword_argument") && ctx.text(field(arg, "name")) == name &&
+                      ctx.text(field(arg, "value")) == value);
+  });
+  return found;
+}
+
+// `x.nonzero(as_tuple=True)` / `torch.nonzero(x, as_tuple=True)`: a tuple of 1-dim integer tensors.
+bool nonzero_tuple(RuleContext& ctx, TSNode call, const FunctionInfo& fn) {
+  call = unparenthesize(call);
+  if (!is_type(call, "call") || !keyword_is(ctx, call, "as_tuple", "True")) return false;
+  return tensor_method(ctx, call, fn) == "nonzero" || callee_qualified(ctx, call) == "torch.nonzero";
+}
+
+// The number of dimensions of `expr` where it is provably an integer tensor: `x.argmax()` and `x.argmin()`
+// without a dim (0), `x.nonzero()` (2), an element of `x.nonzero(as_tuple=True)` (1), `a[k]` with integer
+// literals (one dimension less per index), arithmetic with integer literals, `.long()`/`.int()` of those or
+// of a full reduction (`mask.sum().long()`: 0), locals only assigned those. Nothing else is proven.
+std::optional<int> integer_rank(RuleContext& ctx, TSNode expr, const FunctionInfo& fn, int depth = 0) {
+  expr = unparenthesize(expr);
+  if (ts_node_is_null(expr) || depth > 6) return std::nullopt;
+  const auto type = type_of(expr);
+  if (type == "identifier") {
+    const std::string name = ctx.text(expr);
+    const auto assigned = fn.assignments.find(name);
+    const auto bound = fn.binding_nodes.find(name);
+    // Only plain assignments bind it (no loop target, augmented assignment or unpacking).
+    if (assigned == fn.assignments.end() || bound == fn.binding_nodes.end() ||
+        bound->second.size() != assigned->second.size()) {
+      return std::nullopt;
+    }
+    std::optional<int> rank;
+    for (TSNode rhs : assigned->second) {
+      const std::optional<int> r = integer_rank(ctx, rhs, fn, depth + 1);
+      if (!r || (rank && *rank != *r)) return std::nullopt;
+      rank = r;
+    }
+    return rank;
+  }
+  if (type == "binary_operator") {
+    const std::string op = ctx.text(field(expr, "operator"));
+    if (op != "+" && op != "-" && op != "*" && op != "//" && op != "%") return std::nullopt;
+    TSNode left = field(expr, "left");
+    TSNode right = field(expr, "right");
+    if (integer_literal(ctx, right)) return integer_rank(ctx, left, fn, depth + 1);
+    if (integer_literal(ctx, left)) return integer_rank(ctx, right, fn, depth + 1);
+    return std::nullopt;
+  }
+  if (type == "subscript") {
+    TSNode object = unparenthesize(field(expr, "value"));
+    int indices = 0;
+    bool literal = true;
+    for (uint32_t i = 1; i < named_child_count(expr); ++i) {
+      TSNode index = named_child(expr, i);
+      if (is_type(index, "comment")) continue;
+      literal = literal && integer_literal(ctx, index);
+      ++indices;
+    }
+    if (!literal || indices == 0) return std::nullopt;
+    if (nonzero_tuple(ctx, object, fn)) return indices == 1 ? std::optional<int>(1) : std::nullopt;
+    const std::optional<int> rank = integer_rank(ctx, object, fn, depth + 1);
+    if (!rank || *rank < indices) return std::nullopt;
+    return *rank - indices;
+  }
+  if (type != "call") return std::nullopt;
+  const std::string method = argumentless_tensor_method(ctx, expr, fn);
+  if (method == "argmax" || method == "argmin") return 0;
+  if (method == "nonzero") return 2;
+  if (method == "long" || method == "int") {
+    TSNode receiver = unparenthesize(field(unparenthesize(field(expr, "function")), "object"));
+    const std::string reduction = argumentless_tensor_method(ctx, receiver, fn);
+    if (reduction == "sum" || reduction == "max" || reduction == "min" || reduction == "amax" || reduction == "amin" ||
+        reduction == "prod" || reduction == "mean") {
+      return 0;
+    }
+    return integer_rank(ctx, receiver, fn, depth + 1);
+  }
+  const std::string qualified = callee_qualified(ctx, expr);
+  TSNode arguments = field(expr, "arguments");
+  if ((qualified == "torch.argmax" || qualified == "torch.argmin") && named_child_count(arguments) == 1 &&
+      ctx.model.kind_of(named_child(arguments, 0), fn) == ValueKind::Tensor) {
+    return 0;
+  }
+  return std::nullopt;
+}
+
+// `index` is a tensor the frame computes rather than one of its inputs: Dynamo specialises on the value of a
+// 0-dim integer tensor that is a frame input used as an index (checked on 2.13 and 2.14: `alphas[t]`
+// recompiles for each value of an input `t`, `alphas[t - 1]` breaks). A local computed before a surely
+// breaking call is an input of the resumed frame.
+// Whether `name` is read between byte offsets `from` and `to` under `node`.
+bool read_between(RuleContext& ctx, TSNode node, const std::string& name, uint32_t from, uint32_t to) {
+  if (ts_node_end_byte(node) <= from || ts_node_start_byte(node) >= to) return false;
+  if (is_type(node, "identifier")) return ctx.text(node) == name;
+  const uint32_t n = ts_node_child_count(node);
+  for (uint32_t i = 0; i < n; ++i) {
+    if (read_between(ctx, ts_node_child(node, i), name, from, to)) return true;
+  }
+  return false;
+}
+
+bool computed_in_frame(RuleContext& ctx, TSNode index, const FunctionInfo& fn) {
+  index = unparenthesize(index);
+  if (!is_type(index, "identifier")) return true;
+  const std::string name = ctx.text(index);
+  const auto assigned = fn.assignments.find(name);
+  if (assigned == fn.assignments.end()) return false;
+  return std::all_of(assigned->second.begin(), assigned->second.end(), [&](TSNode rhs) {
+    const uint32_t from = ts_node_end_byte(rhs);
+    const uint32_t to = ts_node_start_byte(index);
+    // An earlier read may have broken the graph itself (`x[i + 1]`), making `i` an input of the resumed frame.
+    return !break_between(ctx, fn, from, to) && !read_between(ctx, fn.node, name, from, to) &&
+           computed_in_frame(ctx, rhs, fn);
+  });
+}
+
 void report(RuleContext& ctx, const Visit& v, TSNode where, const std::string& what) {
   ctx.report(kInfo, node_range(where),
              "A tensor is used as " + what + ": Dynamo must read its value as a Python int, and breaks the graph here.",
@@ -254,8 +391,24 @@ void check_slice(RuleContext& ctx, const Visit& v) {
   if (!ts_node_is_null(found)) report(ctx, v, found, "a slice bound");
 }
 
+// `x[i]` with a 0-dim integer tensor `i`: Python indexing reads it as an int (`.item()`), in any position
+// (`x[:, i]`) and in assignments (`x[i] = v`). A 1-dim index tensor is advanced indexing, with no read.
+void check_index(RuleContext& ctx, const Visit& v) {
+  TSNode found{};
+  for (uint32_t i = 1; i < named_child_count(v.node) && ts_node_is_null(found); ++i) {
+    TSNode index = named_child(v.node, i);
+    if (is_type(index, "slice") || is_type(index, "comment") || integer_literal(ctx, index)) continue;
+    const std::optional<int> rank = integer_rank(ctx, index, v.function);
+    if (rank && *rank == 0 && computed_in_frame(ctx, index, v.function)) found = index;
+  }
+  if (ts_node_is_null(found) || ctx.model.kind_of(field(v.node, "value"), v.function) != ValueKind::Tensor) return;
+  report(ctx, v, found, "an index (a 0-dim integer tensor, which Python reads as an int)");
+}
+
 void check(RuleContext& ctx, const Visit& v) {
-  if (is_type(v.node, "slice")) {
+  if (is_type(v.node, "subscript")) {
+    check_index(ctx, v);
+  } else if (is_type(v.node, "slice")) {
     check_slice(ctx, v);
   } else {
     check_call(ctx, v);
@@ -265,7 +418,7 @@ void check(RuleContext& ctx, const Visit& v) {
 }  // namespace
 
 const Rule& rule_GM405() {
-  static const Rule rule{&kInfo, {"call", "slice"}, check};
+  static const Rule rule{&kInfo, {"call", "slice", "subscript"}, check};
   return rule;
 }
 
