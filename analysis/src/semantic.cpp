@@ -897,8 +897,15 @@ void SemanticModel::read_function(FunctionInfo& fn, TSNode definition) {
       }
       fn.if_statements.push_back(std::move(clauses));
     }
-    if ((t == "assignment" || t == "augmented_assignment") && is_type(ts_node_parent(node), "expression_statement"))
-      fn.assignment_blocks[ts_node_start_byte(node)] = node_range(ts_node_parent(ts_node_parent(node)));
+    // The block of each assignment statement, read from the block (ts_node_parent rescans from the root).
+    if (t == "block") {
+      for (TSNode statement : named_children(node)) {
+        if (!is_type(statement, "expression_statement")) continue;
+        TSNode assignment = named_child(statement, 0);
+        if (is_type(assignment, "assignment") || is_type(assignment, "augmented_assignment"))
+          fn.assignment_blocks[ts_node_start_byte(assignment)] = node_range(node);
+      }
+    }
     if (t == "subscript" && is_type(field(node, "value"), "identifier") && indexes_in_several_dimensions(node))
       fn.indexed_in_several_dimensions.insert(text_of(document_, field(node, "value")));
     if (t == "call") {
@@ -1820,6 +1827,13 @@ const FunctionInfo* SemanticModel::find_callee(TSNode call, const FunctionInfo& 
     if (it != top_level_by_name_.end()) return it->second;
     // `for layer in self.layers: layer(x)` (or `for i, layer in enumerate(self.layers)`): the forward of
     // the ModuleList's element class.
+    // Only a name some for statement of the caller binds (ts_node_parent rescans from the root: most calls
+    // of names are builtins and imports, not loop variables).
+    const auto bound = caller.binding_nodes.find(name);
+    if (bound == caller.binding_nodes.end() || std::none_of(bound->second.begin(), bound->second.end(),
+                                                            [](TSNode n) { return is_type(n, "for_statement"); })) {
+      return nullptr;
+    }
     const FunctionInfo* top = &caller.outermost();
     for (TSNode loop = ts_node_parent(call); !ts_node_is_null(loop); loop = ts_node_parent(loop)) {
       if (is_type(loop, "function_definition")) break;
