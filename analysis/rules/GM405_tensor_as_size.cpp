@@ -392,7 +392,8 @@ void check_slice(RuleContext& ctx, const Visit& v) {
 }
 
 // `x[i]` with a 0-dim integer tensor `i`: Python indexing reads it as an int (`.item()`), in any position
-// (`x[:, i]`) and in assignments (`x[i] = v`). A 1-dim index tensor is advanced indexing, with no read.
+// (`x[:, i]`) and in assignments (`x[i] = v`), and so does indexing a list of tensors or an `nn.ModuleList`
+// (`self.layers[i]`). A 1-dim index tensor is advanced indexing of a tensor, with no read.
 void check_index(RuleContext& ctx, const Visit& v) {
   TSNode found{};
   for (uint32_t i = 1; i < named_child_count(v.node) && ts_node_is_null(found); ++i) {
@@ -401,7 +402,10 @@ void check_index(RuleContext& ctx, const Visit& v) {
     const std::optional<int> rank = integer_rank(ctx, index, v.function);
     if (rank && *rank == 0 && computed_in_frame(ctx, index, v.function)) found = index;
   }
-  if (ts_node_is_null(found) || ctx.model.kind_of(field(v.node, "value"), v.function) != ValueKind::Tensor) return;
+  if (ts_node_is_null(found)) return;
+  // A list of tensors or a module list calls the index's __index__ too; a dict would hash the tensor instead.
+  const ValueKind indexed = ctx.model.kind_of(field(v.node, "value"), v.function);
+  if (indexed != ValueKind::Tensor && indexed != ValueKind::TensorSequence && indexed != ValueKind::Module) return;
   report(ctx, v, found, "an index (a 0-dim integer tensor, which Python reads as an int)");
 }
 
