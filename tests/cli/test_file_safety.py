@@ -276,8 +276,10 @@ def test_signal_during_fix_leaves_no_temporary_file(tmp_path, sig):
         tree.mkdir()
         for i in range(count):
             write(tree / f"m{i:04}.py", BREAKING)
-        proc = subprocess.Popen([BIN, "check", "--fix", "-j4", tree], stdout=subprocess.DEVNULL,
-                                stderr=subprocess.DEVNULL)
+        # A job started in the background by a shell (`cmd &`, nohup) inherits SIGINT ignored, and graphmend
+        # rightly leaves an ignored signal alone: give the child the default action, as a terminal would.
+        proc = subprocess.Popen(["env", f"--default-signal={sig.name}", BIN, "check", "--fix", "-j4", tree],
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         time.sleep(delay)
         proc.send_signal(sig)
         rc = proc.wait(timeout=120)
