@@ -4,7 +4,7 @@ fix graphmend offers.
     GRAPHMEND_BIN=build/graphmend python bench/effect_fixes.py [--select GM301,GM202] PATH [PATH ...]
 
 GM301, raise-in-graph: the guard's test goes to a custom operator that raises the original exception inside
-the graph (unsafe: state written earlier in the graph is not written back on aot_eager); graph-native: the
+the graph (safe: it breaks before the operator where the graph wrote state earlier); graph-native: the
 `torch._assert_async` fallback (unsafe: RuntimeError under compile).
 GM202, log-in-graph: a custom operator emits the same record inside the graph (unsafe: a graph that fails
 loses the record); deferred: run after the

@@ -14,24 +14,27 @@ const RuleInfo kInfo{
         "decide whether to raise, so Dynamo breaks the graph at the test.",
     .registry_id = "GB0170",
     .fix_summary =
-        "An unsafe fix (`--unsafe-fixes`): the test is passed to a custom operator, defined once per process in "
-        "the fixed file, that raises the same exception (class, message, `from None`) inside the compiled graph "
-        "at run time, with no break. Where the message or class reads other values of the function (an f-string "
-        "over the input), the fallback is `torch._assert_async` under compile, which raises RuntimeError.",
+        "A safe fix: the test is passed to a custom operator, defined once per process in the fixed file, that "
+        "raises the same exception (class, message, `from None`) inside the compiled graph at run time, with no "
+        "break where the graph wrote no state before it. Where the message or class reads other values of the "
+        "function (an f-string over the input), the unsafe fallback is `torch._assert_async` under compile, "
+        "which raises RuntimeError.",
     .example_bad = "if torch.isinf(x).any():\n    raise ValueError('inf in activations')",
     .example_good =
-        "@_graphmend_runtime_op(\"raise_if_3f0c9a21d7e4\", \"(Tensor test) -> ()\")\n"
+        "@_graphmend_keep_state\n@_graphmend_runtime_op(\"raise_if_3f0c9a21d7e4\", \"(Tensor test) -> ()\")\n"
         "def _graphmend_raise_if_3f0c9a21d7e4(test):\n    if test:\n        raise ValueError('inf in activations')\n"
         "...\n_graphmend_raise_if_3f0c9a21d7e4(torch.isinf(x).any())",
     .fixable = true,
     .fix_safety =
-        "Always unsafe, for a reason the operator cannot mend: when a guard fails, state changed in place earlier "
-        "in the same graph (BatchNorm running statistics in training, in-place updates of inputs or buffers) is "
-        "written back by AOTAutograd's runtime wrapper only after the graph returns, so aot_eager loses it "
-        "(Inductor and torch.export kept it where tried, but nothing orders those writes against the "
-        "operator); the original broke the graph before its test and kept them. Otherwise the operator keeps "
-        "the class, message, arguments and `from None` on every backend, static and dynamic shapes, eval and "
-        "train, with the on-disk caches on (an ordered effect, so it is never dropped; its name carries a hash "
+        "Safe. The original broke the graph before its test, so state written in place earlier in the same graph "
+        "(BatchNorm running statistics in training, in-place updates of inputs or buffers, Python attributes and "
+        "lists) was written back before the raise; in one graph, AOTAutograd writes it back only after the graph "
+        "returns, and a raise skips that. So the operator is wrapped (`@_graphmend_keep_state`): where Dynamo "
+        "traces the call, it looks at the graph traced so far and breaks it there, as the original did, when "
+        "anything was written, or when it cannot tell; an eval-mode model keeps the guard in one graph. The "
+        "operator keeps the class, message, arguments and `from None` on every backend, static and dynamic "
+        "shapes, eval and train, with the on-disk caches on (an ordered effect, so it is never dropped; its name "
+        "carries a hash "
         "of what it does). It needs literal messages, or an f-string over values the tensor test reads (formatted "
         "at the call), and a class the module resolves the same way; a test with `and`/`or`/`not` inside, "
         "another f-string or a `from <value>` cause gets the fallback, "

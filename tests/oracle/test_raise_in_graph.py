@@ -4,8 +4,11 @@ graphmend writes the fixed file (`check --fix --unsafe-fixes`); the guards it tu
 compile in one graph (fullgraph=True) and, when they fail, raise the original class, message, arguments and
 suppressed context from inside the graph: on the eager, aot_eager and inductor backends, static and dynamic
 shapes, eval and train (backward run), with Inductor's on-disk caches on (a second process reads them) and
-off, under torch.export, and when the fixed module is imported twice. The facts that make the fix unsafe or
-that its shape answers are pinned here too (docs/fix-safety.md, "Runtime effects in the graph").
+off, under torch.export, and when the fixed module is imported twice. State the graph wrote before a failing
+guard (BatchNorm statistics in training, in-place writes to inputs and buffers, Python attributes and lists)
+must survive the raise as it did in the original, which broke the graph there: `@_graphmend_keep_state`
+breaks the graph at the call when that is so. The facts behind the fix's shape are pinned here too
+(docs/fix-safety.md, "Runtime effects in the graph").
 """
 import os
 import subprocess
@@ -47,20 +50,33 @@ SOURCE = textwrap.dedent('''\
         return Model(), (torch.randn(3, 4),)
 ''')
 
-# A guard after a BatchNorm: in training its running statistics are updated before the guard runs.
+# A guard after state writes, one kind per mode (a BatchNorm's statistics in training, Python attributes and
+# lists, an input and a buffer written in place): the original's break writes each back before it raises.
 STATEFUL_SOURCE = textwrap.dedent('''\
     import torch
     from torch import nn
 
 
     class Model(nn.Module):
-        def __init__(self):
+        def __init__(self, mode="eval"):
             super().__init__()
             self.bn = nn.BatchNorm1d(4)
+            self.mode = mode
+            self.calls = 0
+            self.seen = []
+            self.register_buffer("steps", torch.zeros((), dtype=torch.long))
 
         def forward(self, x):
+            if self.mode == "attribute":
+                self.calls += 1
+            if self.mode == "list":
+                self.seen.append("called")
+            if self.mode == "input":
+                x.mul_(2)
+            if self.mode == "buffer":
+                self.steps.add_(1)
             y = self.bn(x)
-            if (y.abs() > 1.5).any():
+            if (x.abs() > 10).any():
                 raise ValueError("outlier")
             return y
 
@@ -68,15 +84,16 @@ STATEFUL_SOURCE = textwrap.dedent('''\
     def example():
         return Model().train(), (torch.randn(8, 4),)
 ''')
+STATE_MODES = ["train", "attribute", "list", "input", "buffer"]
 
 
 def _write_and_fix(tmp_path, name, source):
     path = tmp_path / name
     path.write_text(source)
-    proc = run_graphmend("check", "--fix", "--unsafe-fixes", "--exit-zero", "-q", str(path))
+    proc = run_graphmend("check", "--fix", "--exit-zero", "-q", str(path))  # a safe fix
     assert proc.returncode == 0, proc.stderr
     fixed = path.read_text()
-    assert "_graphmend_runtime_op(" in fixed and "raise " in fixed, fixed
+    assert "_graphmend_runtime_op(" in fixed and "@_graphmend_keep_state" in fixed and "raise " in fixed, fixed
     return path
 
 
@@ -207,6 +224,40 @@ def test_inductor_caches_never_drop_the_guard(fixed_path, tmp_path, caches):
         assert runs[1].stdout.split()[-1] != "0", "the second process did not read the cache: " + runs[1].stdout
 
 
+_STATE_CACHE_PROBE = textwrap.dedent('''\
+    import sys, torch
+    from torch._dynamo.utils import counters
+    sys.path.insert(0, sys.argv[1])
+    import stateful
+    torch._inductor.config.force_disable_caches = sys.argv[2] == "off"
+    torch.manual_seed(0)
+    model = stateful.Model().train()
+    x = torch.randn(8, 4)
+    x[0, 0] = 50.0
+    try:
+        torch.compile(model, backend="inductor")(x)
+        print("no raise")
+    except ValueError as e:
+        print("raised", e, int(model.bn.num_batches_tracked), counters["inductor"]["fxgraph_cache_hit"])
+''')
+
+
+@pytest.mark.parametrize("caches", ["on", "off"])
+def test_inductor_caches_keep_the_state_check(tmp_path, caches):
+    """The check runs while Dynamo traces, in every process; the graph before the break is what the caches
+    hold: a second process compiling from them keeps a BatchNorm's counter through the raise."""
+    _, fixed = _stateful_pair(tmp_path)
+    env = dict(os.environ, TORCHINDUCTOR_CACHE_DIR=str(tmp_path / "inductor-cache"))
+    probe = tmp_path / "probe.py"
+    probe.write_text(_STATE_CACHE_PROBE)
+    runs = [subprocess.run([sys.executable, str(probe), str(fixed.parent), caches], capture_output=True,
+                           text=True, env=env, timeout=300) for _ in range(2 if caches == "on" else 1)]
+    for run in runs:
+        assert run.stdout.startswith("raised outlier 1 "), run.stdout + run.stderr
+    if caches == "on":
+        assert runs[1].stdout.split()[-1] != "0", "the second process did not read the cache: " + runs[1].stdout
+
+
 # ---------------------------------------------------------------- the facts behind the fix's shape
 
 
@@ -230,37 +281,141 @@ def test_fact_an_operator_without_output_and_effect_is_dropped():
     torch._dynamo.reset()
 
 
-def test_fact_state_changed_before_a_failing_guard_is_not_written_back(tmp_path):
-    """Why the fix is unsafe: the original breaks the graph before its test, so a BatchNorm's running
-    statistics (updated earlier in training) are written back before it raises. In one graph, AOTAutograd's
-    runtime wrapper writes input mutations back after the graph returns: the raise inside it skips that on
-    aot_eager."""
+def _stateful_pair(tmp_path):
     original = tmp_path / "stateful.py"
     original.write_text(STATEFUL_SOURCE)
     (tmp_path / "fixed").mkdir()
-    fixed = _write_and_fix(tmp_path / "fixed", "stateful.py", STATEFUL_SOURCE)
-    x = torch.randn(8, 4)
-    x[0, 0] = 50.0  # an outlier after normalisation: the guard raises
+    return original, _write_and_fix(tmp_path / "fixed", "stateful.py", STATEFUL_SOURCE)
 
-    def stats_after_raise(path, compile_backend):
+
+def _stateful_inputs():
+    torch.manual_seed(0)
+    good = torch.randn(8, 4)
+    bad = good.clone()
+    bad[0, 0] = 50.0  # an outlier: the guard raises
+    return good, bad
+
+
+def _state(model, x):
+    return [model.bn.running_mean, model.bn.running_var, model.bn.num_batches_tracked, model.calls,
+            list(model.seen), x, model.steps]
+
+
+def _same_state(got, want, exact):
+    for g, w in zip(got, want):
+        if isinstance(w, torch.Tensor):
+            if exact:
+                assert torch.equal(g, w), (g, w)
+            else:  # Inductor computes the statistics with its own kernels: last bits
+                torch.testing.assert_close(g, w)
+        else:
+            assert g == w, (g, w)
+
+
+@pytest.mark.parametrize("mode", STATE_MODES)
+@pytest.mark.parametrize("dynamic", [False, True], ids=["static", "dynamic"])
+@pytest.mark.parametrize("backend", ["eager", "aot_eager", "inductor"])
+def test_state_written_before_a_failing_guard_survives_the_raise(tmp_path, backend, dynamic, mode):
+    """Fixed and compiled, every state the original (eager) wrote before the guard is there after the raise,
+    and after a call that passes: the graph breaks at the call, as the original's did."""
+    original, fixed = _stateful_pair(tmp_path)
+    for x in _stateful_inputs():
         torch.manual_seed(0)
-        model = load_fixture(path).Model().train()
-        run = torch.compile(model, backend=compile_backend) if compile_backend else model
-        before = model.bn.running_mean.clone()
-        with pytest.raises(ValueError, match="outlier"):
-            run(x)
+        want_model = load_fixture(original).Model(mode).train(mode == "train")
+        torch.manual_seed(0)
+        got_model = load_fixture(fixed).Model(mode).train(mode == "train")
+        want_x, got_x = x.clone(), x.clone()
+        want = _outcome(want_model, want_x)
         torch._dynamo.reset()
-        return not torch.equal(before, model.bn.running_mean)
+        got = _outcome(torch.compile(got_model, backend=backend, dynamic=dynamic), got_x)
+        assert got[0] == want[0] and (got[1] == want[1] if want[0] == "raise" else True), (got, want)
+        _same_state(_state(got_model, got_x), _state(want_model, want_x), exact=backend != "inductor")
+    torch._dynamo.reset()
 
-    assert stats_after_raise(original, None) and stats_after_raise(original, "aot_eager")
-    assert stats_after_raise(fixed, None)  # eager runs of the fixed file: unchanged
-    assert not stats_after_raise(fixed, "aot_eager")  # the difference the fix's title names
-    # torch.export's module writes the buffer inside its graph: kept in this case (docs/fix-safety.md).
+
+def test_the_graph_breaks_only_where_state_was_written(tmp_path):
+    """Eval mode writes nothing before the guard: one graph, fullgraph=True compiles. Each state write
+    breaks the graph at the call (two graphs), as the original broke at its test. Inputs and parameters
+    written before the call (an optimizer step) do not count: their fake tensors start a trace unwritten."""
+    from torch._dynamo.testing import CompileCounterWithBackend
+
+    _, fixed = _stateful_pair(tmp_path)
+    module = load_fixture(fixed)
+    good, _ = _stateful_inputs()
+    model = module.Model().eval()
+    with torch.no_grad():
+        model.bn.weight.add_(1)  # written before the compiled call: version counters above 0
+    x = good.clone()
+    x.add_(0)
+    torch._dynamo.reset()
+    torch.compile(model, backend="aot_eager", fullgraph=True)(x)
+    for mode in STATE_MODES:
+        torch._dynamo.reset()
+        counter = CompileCounterWithBackend("aot_eager")
+        torch.compile(module.Model(mode).train(mode == "train"), backend=counter)(good.clone())
+        assert counter.frame_count == 2, mode
+    torch._dynamo.reset()
+
+
+def test_a_check_that_cannot_be_made_breaks_the_graph(tmp_path):
+    """The side-effect check reads Dynamo internals: where they moved, the helper reports a reason (so the
+    graph breaks, as the original's did) instead of letting the guard into the graph unchecked."""
+    _, fixed = _stateful_pair(tmp_path)
+    module = load_fixture(fixed)
+
+    class EmptyGraph:
+        nodes = ()
+
+    class Context:  # a ComptimeContext without the tracer behind it
+        def graph(self):
+            return EmptyGraph()
+
+    assert "cannot be inspected (AttributeError)" in module._graphmend_state_written(Context())
+
+
+def test_fact_state_changed_before_a_raising_operator_is_lost_without_the_check(tmp_path):
+    """Why `@_graphmend_keep_state` exists: in one graph, AOTAutograd's runtime wrapper writes input
+    mutations back after the graph returns, so a raise inside it loses a BatchNorm's statistics on
+    aot_eager (Inductor keeps the statistics its kernel writes, and loses `num_batches_tracked`)."""
+    _, fixed = _stateful_pair(tmp_path)
+    module = load_fixture(fixed)
+    operators = [v for k, v in vars(module).items() if k.startswith("_graphmend_raise_if_")]
+    assert len(operators) == 1
+    op = operators[0].__closure__[0].cell_contents  # the bare operator, without the state check
+    assert isinstance(op, torch._ops.OpOverload)
+
+    class Unchecked(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.bn = torch.nn.BatchNorm1d(4)
+
+        def forward(self, x):
+            y = self.bn(x)
+            op((x.abs() > 10).any())
+            return y
+
+    _, bad = _stateful_inputs()
+    lost = {}
+    for backend in ("aot_eager", "inductor"):
+        model = Unchecked().train()
+        torch._dynamo.reset()
+        with pytest.raises(ValueError, match="outlier"):
+            torch.compile(model, backend=backend)(bad)
+        lost[backend] = int(model.bn.num_batches_tracked) == 0
+    assert lost == {"aot_eager": True, "inductor": True}
+    torch._dynamo.reset()
+
+
+def test_torch_export_of_the_fixed_file_writes_state_in_its_graph(tmp_path):
+    """torch.export (non-strict: plain Python traces the call, the check is not run) keeps the operator; the
+    exported module writes the statistics inside its graph, before the operator raises."""
+    _, fixed = _stateful_pair(tmp_path)
     torch.manual_seed(0)
     exported = torch.export.export(load_fixture(fixed).Model().train(), (torch.randn(8, 4),)).module()
     before = exported.bn.running_mean.clone()
+    _, bad = _stateful_inputs()
     with pytest.raises(ValueError, match="outlier"):
-        exported(x)
+        exported(bad)
     assert not torch.equal(before, exported.bn.running_mean)
 
 

@@ -165,7 +165,7 @@ def test_python_operators_of_a_fix_are_named_when_cpp_cannot_run_them(deployed, 
     report says why and what a deployment needs (docs/fix-safety.md, "Runtime effects in the graph")."""
     fixed = tmp_path / "guarded.py"
     fixed.write_text((TARGETS / "guarded.py").read_text())
-    done = subprocess.run([str(BIN), "check", "--fix", "--unsafe-fixes", "--exit-zero", "-q", str(fixed)],
+    done = subprocess.run([str(BIN), "check", "--fix", "--exit-zero", "-q", str(fixed)],
                           capture_output=True, text=True, timeout=60)
     assert done.returncode == 0 and "_graphmend_runtime_op" in fixed.read_text(), done.stderr
     env = base_env(GRAPHMEND_CACHE_DIR=cache_dir, PYTHONPATH=VALIDATOR_DIR)

@@ -16,11 +16,12 @@
 // differently from the one it was compiled with.
 //
 // Class, message and `from None` are kept (the body raises the very same expression, which may only use
-// literals and names that resolve at module level). The fix is unsafe all the same, and says why: when the
-// guard fails, state changed in place earlier in the same graph (BatchNorm running statistics in training,
-// in-place updates of inputs or buffers) is written back by AOTAutograd's runtime wrapper only after the
-// graph returns, so aot_eager loses it (Inductor and torch.export kept it where tried, but nothing orders
-// those writes against the operator). The original broke the graph before the test and kept them.
+// literals and names that resolve at module level). The original broke the graph before its test, so state
+// the graph wrote in place earlier (BatchNorm running statistics in training, in-place updates of inputs or
+// buffers, Python attributes and lists) was written back before the raise; in one graph AOTAutograd writes
+// it back after the graph returns, which a raise skips. `@_graphmend_keep_state` (support.cpp) keeps it:
+// where Dynamo traces the call, it looks at the graph traced so far and breaks it there, as the original
+// did, when anything was written; otherwise the guard stays inside the graph (an eval-mode model: one graph).
 #include <algorithm>
 
 #include "support.h"
@@ -186,11 +187,11 @@ TransformResult apply(const TransformContext& ctx) {
   // The same body elsewhere in the file: the operator exists, with the same behaviour.
   const bool defined = doc.text().find("def " + py + "(") != std::string::npos;
   std::string schema = with_message ? "(Tensor test, str message) -> ()" : "(Tensor test) -> ()";
-  std::string definition = "@_graphmend_runtime_op(\"" + op + "\", \"" + schema + "\")" + eol + "def " + py +
-                           (with_message ? "(test, message):" : "(test):") + eol + "    \"\"\"`" +
-                           (negated ? "if not <test>" : "if <test>") + ": raise` of `" + fn->qualified_name +
-                           "`, raised inside the compiled graph (graphmend " + std::string(ctx.finding.rule->code) +
-                           ").\"\"\"" + eol + body + eol + eol;
+  std::string definition = "@_graphmend_keep_state" + eol + "@_graphmend_runtime_op(\"" + op + "\", \"" + schema +
+                           "\")" + eol + "def " + py + (with_message ? "(test, message):" : "(test):") + eol +
+                           "    \"\"\"`" + (negated ? "if not <test>" : "if <test>") + ": raise` of `" +
+                           fn->qualified_name + "`, raised inside the compiled graph (graphmend " +
+                           std::string(ctx.finding.rule->code) + ").\"\"\"" + eol + body + eol + eol;
   // Comments the `if` held stay: each on its own line before the call, in order.
   std::string call_indent = static_guard.empty() ? indentation_of(doc, node) : indent_step(indentation_of(doc, node));
   std::string call;
@@ -199,16 +200,15 @@ TransformResult apply(const TransformContext& ctx) {
   if (!static_guard.empty()) call = "if " + static_guard + ":" + eol + call_indent + call;
 
   Fix fix;
-  fix.applicability = Applicability::Unsafe;
+  fix.applicability = Applicability::Safe;
   fix.title = "Raise `" + text(doc, exc) +
-              "` from an operator that runs inside the compiled graph (same class and message, no break); unsafe: "
-              "when it raises, state changed in place earlier in the same graph (BatchNorm running statistics in "
-              "training, in-place updates of inputs or buffers) is not written back under AOTAutograd backends "
-              "such as aot_eager, where the original kept it";
+              "` from an operator that runs inside the compiled graph (same class and message, no break where "
+              "the graph wrote no state before it)";
   if (torch.import_edit) fix.edits.push_back(*torch.import_edit);  // first: the definitions call torch
   fix.edits.push_back({node_range(node), call});
-  if (std::string helper = runtime_op_helper(doc, torch.name, eol); !helper.empty())
-    fix.edits.push_back({{helper_at, helper_at}, helper});
+  if (std::string helpers = runtime_op_helper(doc, torch.name, eol) + keep_state_helper(doc, torch.name, eol);
+      !helpers.empty())
+    fix.edits.push_back({{helper_at, helper_at}, helpers});
   if (!defined) fix.edits.push_back({{define_at, define_at}, definition});
   return fix;
 }

@@ -400,6 +400,76 @@ std::string runtime_op_helper(const Document& doc, const std::string& t, const s
          ".ops, namespace), name).default" + eol + eol + "    return define" + eol;
 }
 
+std::string keep_state_helper(const Document& doc, const std::string& t, const std::string& eol) {
+  if (doc.text().find("def _graphmend_keep_state(") != std::string::npos) return "";
+  // Python source with `{torch}` for the name torch is bound to. The checks read the graph Dynamo has traced
+  // up to the call (docs/fix-safety.md, "Runtime effects in the graph"): graph inputs written in place (the
+  // version counter of their fake tensors, which start at 0 in every trace), normalizations that update
+  // running statistics inside their kernel (invisible to the counter), `out=` writes, and Python side effects
+  // Dynamo holds until the graph ends. Where a check cannot be made (Dynamo's internals moved), it breaks.
+  static const std::string_view source = R"PY(
+
+def _graphmend_keep_state(op):
+    """Calls an operator that may raise where no state written earlier in the same graph could be lost with
+    the raise: otherwise, under torch.compile, the graph breaks just before it, where the original broke, so
+    the state is written back first."""
+
+    def call(*args):
+        if {torch}.compiler.is_compiling():
+            {torch}._dynamo.comptime.comptime(_graphmend_break_if_state_written)
+        return op(*args)
+
+    return call
+
+
+def _graphmend_break_if_state_written(ctx):
+    """Run by Dynamo where it traces the call: breaks the graph if it wrote state before the operator."""
+    reason = _graphmend_state_written(ctx)
+    if reason is not None:
+        ctx.graph_break("graphmend: " + reason + " before a guard; the graph breaks as the original's did")
+
+
+def _graphmend_state_written(ctx):
+    """What the graph traced so far writes that a raise inside it would lose, or None."""
+    try:
+        for node in ctx.graph().nodes:
+            value = node.meta.get("example_value")
+            if node.op in ("placeholder", "get_attr") and isinstance(value, {torch}.Tensor) and value._version:
+                return "an input written in place"
+            if node.op != "call_function":
+                continue
+            if "out" in node.kwargs:
+                return "an `out=` write"
+            if getattr(node.target, "__name__", "") in ("batch_norm", "instance_norm"):
+                updates = node.kwargs.get("training", node.kwargs.get("use_input_stats"))
+                if updates is None:
+                    updates = node.args[5] if len(node.args) > 5 else True
+                if updates is not False:
+                    return "running statistics updated"
+        side_effects = ctx._ComptimeContext__tx.output.side_effects
+        if side_effects.tensor_hooks:
+            return "a tensor hook registered"
+        for variable in side_effects.id_to_variable.values():
+            if not type(variable.mutation_type).__name__.endswith("New") and side_effects.is_modified(variable):
+                return "Python state written"
+    except Exception as error:  # noqa: BLE001 - whatever the tracer's internals became, break as the original
+        return "state that cannot be inspected (" + type(error).__name__ + ")"
+    return None
+)PY";
+  std::string out;
+  for (size_t i = 0; i < source.size(); ++i) {
+    if (source.compare(i, 7, "{torch}") == 0) {
+      out += t;
+      i += 6;
+    } else if (source[i] == '\n') {
+      out += eol;
+    } else {
+      out += source[i];
+    }
+  }
+  return out;
+}
+
 bool is_uninlined_compile_entry(const FunctionInfo& fn) { return fn.is_entry && !(fn.owner && fn.name == "forward"); }
 
 }  // namespace graphmend::fixes

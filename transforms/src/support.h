@@ -94,6 +94,11 @@ std::optional<OperatorPlacement> operator_placement(const Document& doc, TSNode 
 // The module-level helper `_graphmend_runtime_op(name, schema)` that defines the operators, with its blank
 // lines, to insert after the imports; empty when the file has it already.
 std::string runtime_op_helper(const Document& doc, const std::string& torch, const std::string& eol);
+// The module-level helpers behind `@_graphmend_keep_state`, which wraps an operator that may raise: under
+// Dynamo it breaks the graph just before the operator when the graph traced so far wrote state that a raise
+// inside it would lose (the original's break wrote it back), with their blank lines, to insert after the
+// imports (after `runtime_op_helper`); empty when the file has them already.
+std::string keep_state_helper(const Document& doc, const std::string& torch, const std::string& eol);
 // `fn` is the function torch.compile compiles and never a frame Dynamo inlines into a caller: a compile entry
 // that is not a module's `forward` (which may also run as a submodule's). The rest of its graph is its own
 // remaining statements.
