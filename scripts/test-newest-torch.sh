@@ -2,7 +2,7 @@
 # The rule facts on the newest supported torch (docs/torch-versions.md): a venv with torch 2.15.0 from PyPI (a
 # CUDA build, run on the CPU; the project's .venv keeps 2.13.0), then the Dynamo oracle's rule fixtures, the fix
 # oracle, the dropped-call check, the torch-fact tests, the speculation table and the runtime-operator fixes
-# (raise-in-graph, log-in-graph, in-graph print) against it (with transformers
+# (raise-in-graph, check-in-graph, log-in-graph, in-graph print) against it (with transformers
 # 5.17.0 for the fixtures that use it). Run by scripts/test.sh; GRAPHMEND_SKIP_NEWEST_TORCH=1 skips it.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
@@ -21,4 +21,4 @@ fi
   tests/oracle/test_oracle.py tests/oracle/test_fixture_markers.py tests/oracle/test_fix_oracle.py \
   tests/oracle/test_dropped_calls.py tests/oracle/test_speculation_ops.py tests/oracle/test_torch_facts_breaks.py \
   tests/oracle/test_torch_facts_deferral.py tests/oracle/test_torch_facts_loops.py tests/oracle/test_torch_facts_fixes.py \
-  tests/oracle/test_raise_in_graph.py tests/oracle/test_log_in_graph.py tests/oracle/test_print_in_graph.py
+  tests/oracle/test_raise_in_graph.py tests/oracle/test_check_in_graph.py tests/oracle/test_log_in_graph.py tests/oracle/test_print_in_graph.py

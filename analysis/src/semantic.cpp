@@ -826,7 +826,8 @@ void SemanticModel::collect_definitions(TSNode node, ClassInfo* owner, FunctionI
           TSNode callee = is_type(expr, "call") ? field(expr, "function") : expr;
           auto q = qualified_name(callee);
           if ((q && (*q == "torch.library.custom_op" || *q == "torch.library.triton_op")) ||
-              (is_type(callee, "identifier") && text_of(document_, callee) == "_graphmend_runtime_op")) {
+              (is_type(callee, "identifier") && (text_of(document_, callee) == "_graphmend_runtime_op" ||
+                                                 text_of(document_, callee) == "_graphmend_check_op"))) {
             disabled_.insert(raw);
             operator_bodies_.insert(raw);
             return;

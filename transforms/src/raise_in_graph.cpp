@@ -174,24 +174,25 @@ TransformResult apply(const TransformContext& ctx) {
 
   TorchName torch = torch_name(doc, ctx.model);
   if (auto why = why_torch_unusable(doc, ctx.model, nullptr, torch); !why.empty()) return Refusal{why};
-  // The operator is defined before the top-level statement that holds the guard, after the imports.
+  // The operator is defined after the imports, after the helpers.
   std::optional<OperatorPlacement> placement = operator_placement(doc, node);
   if (!placement) return Refusal{"the guard's function is defined before the file's imports end"};
-  const uint32_t define_at = placement->define_at, helper_at = placement->helper_at;
+  const uint32_t helper_at = placement->helper_at;
 
   std::string eol(detect_line_ending(doc.text()));
   std::string body = std::string("    if ") + (negated ? "not " : "") + "test:" + eol + "        raise " +
                      raised.body_text + (ts_node_is_null(cause) ? "" : " from None") + eol;
   std::string op = "raise_if_" + behaviour_hash(body);
   std::string py = "_graphmend_" + op;
-  // The same body elsewhere in the file: the operator exists, with the same behaviour.
+  // The same body elsewhere in the file: the operator exists, with the same behaviour. Its text names no site,
+  // so that fixes of one pass needing the same operator insert the very same definition (added once).
   const bool defined = doc.text().find("def " + py + "(") != std::string::npos;
   std::string schema = with_message ? "(Tensor test, str message) -> ()" : "(Tensor test) -> ()";
   std::string definition = "@_graphmend_keep_state" + eol + "@_graphmend_runtime_op(\"" + op + "\", \"" + schema +
                            "\")" + eol + "def " + py + (with_message ? "(test, message):" : "(test):") + eol +
-                           "    \"\"\"`" + (negated ? "if not <test>" : "if <test>") + ": raise` of `" +
-                           fn->qualified_name + "`, raised inside the compiled graph (graphmend " +
-                           std::string(ctx.finding.rule->code) + ").\"\"\"" + eol + body + eol + eol;
+                           "    \"\"\"`" + (negated ? "if not <test>" : "if <test>") +
+                           ": raise`, raised inside the compiled graph (graphmend " +
+                           std::string(ctx.finding.rule->code) + ").\"\"\"" + eol + body;
   // Comments the `if` held stay: each on its own line before the call, in order.
   std::string call_indent = static_guard.empty() ? indentation_of(doc, node) : indent_step(indentation_of(doc, node));
   std::string call;
@@ -206,10 +207,11 @@ TransformResult apply(const TransformContext& ctx) {
               "the graph wrote no state before it)";
   if (torch.import_edit) fix.edits.push_back(*torch.import_edit);  // first: the definitions call torch
   fix.edits.push_back({node_range(node), call});
-  if (std::string helpers = runtime_op_helper(doc, torch.name, eol) + keep_state_helper(doc, torch.name, eol);
-      !helpers.empty())
-    fix.edits.push_back({{helper_at, helper_at}, helpers});
-  if (!defined) fix.edits.push_back({{define_at, define_at}, definition});
+  // Each helper is its own insertion, so that fixes of one pass that need it add it once (the fixer keeps one of
+  // identical insertions at one place); the operator's definition follows them, once for one body.
+  for (const std::string& helper : {runtime_op_helper(doc, torch.name, eol), keep_state_helper(doc, torch.name, eol)})
+    if (!helper.empty()) fix.edits.push_back({{helper_at, helper_at}, helper});
+  if (!defined) fix.edits.push_back({{helper_at, helper_at}, eol + eol + definition});
   return fix;
 }
 

@@ -400,6 +400,22 @@ std::string runtime_op_helper(const Document& doc, const std::string& t, const s
          ".ops, namespace), name).default" + eol + eol + "    return define" + eol;
 }
 
+// Python source with `{torch}` standing for the name torch is bound to, and `\n` for the file's line ending.
+static std::string substitute_torch(std::string_view source, const std::string& t, const std::string& eol) {
+  std::string out;
+  for (size_t i = 0; i < source.size(); ++i) {
+    if (source.compare(i, 7, "{torch}") == 0) {
+      out += t;
+      i += 6;
+    } else if (source[i] == '\n') {
+      out += eol;
+    } else {
+      out += source[i];
+    }
+  }
+  return out;
+}
+
 std::string keep_state_helper(const Document& doc, const std::string& t, const std::string& eol) {
   if (doc.text().find("def _graphmend_keep_state(") != std::string::npos) return "";
   // Python source with `{torch}` for the name torch is bound to. The checks read the graph Dynamo has traced
@@ -456,18 +472,30 @@ def _graphmend_state_written(ctx):
         return "state that cannot be inspected (" + type(error).__name__ + ")"
     return None
 )PY";
-  std::string out;
-  for (size_t i = 0; i < source.size(); ++i) {
-    if (source.compare(i, 7, "{torch}") == 0) {
-      out += t;
-      i += 6;
-    } else if (source[i] == '\n') {
-      out += eol;
-    } else {
-      out += source[i];
-    }
-  }
-  return out;
+  return substitute_torch(source, t, eol);
+}
+
+std::string check_op_helper(const Document& doc, const std::string& t, const std::string& eol) {
+  if (doc.text().find("def _graphmend_check_op(") != std::string::npos) return "";
+  static const std::string_view source = R"PY(
+
+def _graphmend_check_op(name):
+    """Defines the decorated check once per process as an operator that runs inside the compiled graph, at
+    run time and in program order (an ordered effect). While tracing, a condition that is not a bool tensor
+    fails the check's dtype test, as the original check failed there."""
+    from torch._library.effects import EffectType
+
+    def define(fn):
+        namespace = "graphmend_" + "".join(c if c.isascii() and c.isalnum() else "_" for c in __name__)
+        if not hasattr(getattr({torch}.ops, namespace), name):  # imported twice: the operator exists
+            op = {torch}.library.custom_op(namespace + "::" + name, fn, mutates_args=(), schema="(Tensor test) -> ()")
+            op.register_fake(lambda test: None if test.dtype == {torch}.bool else fn(test))
+            op.register_effect(EffectType.ORDERED)
+        return getattr(getattr({torch}.ops, namespace), name).default
+
+    return define
+)PY";
+  return substitute_torch(source, t, eol);
 }
 
 bool is_uninlined_compile_entry(const FunctionInfo& fn) { return fn.is_entry && !(fn.owner && fn.name == "forward"); }

@@ -99,6 +99,11 @@ std::string runtime_op_helper(const Document& doc, const std::string& torch, con
 // inside it would lose (the original's break wrote it back), with their blank lines, to insert after the
 // imports (after `runtime_op_helper`); empty when the file has them already.
 std::string keep_state_helper(const Document& doc, const std::string& torch, const std::string& eol);
+// The module-level helper `_graphmend_check_op(name)`, `_graphmend_runtime_op`'s twin for operators that make
+// one of torch's tensor checks (`(Tensor test) -> ()`): while tracing, its fake runs the check's dtype test as
+// the original did (a tensor that is not bool fails there, under compile, with Dynamo's error); empty when the
+// file has it already.
+std::string check_op_helper(const Document& doc, const std::string& torch, const std::string& eol);
 // `fn` is the function torch.compile compiles and never a frame Dynamo inlines into a caller: a compile entry
 // that is not a module's `forward` (which may also run as a submodule's). The rest of its graph is its own
 // remaining statements.

@@ -334,7 +334,7 @@ class SemanticModel {
   bool is_dynamo_disabled(const FunctionInfo& function) const;
   // Functions whose body runs as a custom operator, opaque to Dynamo and called inside the graph:
   // `@torch.library.custom_op(...)`, `@torch.library.triton_op(...)`, and the operators graphmend's own fixes
-  // write (`@_graphmend_runtime_op(...)`).
+  // write (`@_graphmend_runtime_op(...)`, `@_graphmend_check_op(...)`).
   bool runs_as_operator(const FunctionInfo& function) const;
 
   // A test Dynamo evaluates at trace time to a constant: is_compiling() and friends.
