@@ -28,13 +28,6 @@ namespace graphmend {
 namespace {
 using namespace fixes;
 
-// `E`, `pkg.E`: a name the module resolves the same way (not bound in the function).
-bool is_module_level_name(const Document& doc, const FunctionInfo* fn, TSNode n) {
-  if (is_type(n, "identifier")) return !bound_locally(fn, std::string(doc.node_text(n)));
-  if (is_type(n, "attribute")) return is_module_level_name(doc, fn, field(n, "object"));
-  return false;
-}
-
 // An argument the operator's body can evaluate at module level with the same result.
 bool is_closed_argument(const Document& doc, const FunctionInfo* fn, TSNode a, bool may_be_class) {
   a = unparenthesize(a);
@@ -54,15 +47,7 @@ TransformResult apply(const TransformContext& ctx) {
   TSNode stmt = ts_node_parent(call);
   if (!is_type(stmt, "expression_statement") || named_child_count(stmt) != 1)
     return Refusal{"the check's value is used"};
-  for (TSNode p = ts_node_parent(stmt); !ts_node_is_null(p) && !is_type(p, "function_definition");
-       p = ts_node_parent(p)) {
-    if (is_type(p, "except_clause") || is_type(p, "except_group_clause") || is_type(p, "finally_clause"))
-      return Refusal{"the check runs while an exception is handled, which the operator would not see as context"};
-    if (!is_type(p, "try_statement")) continue;
-    for (TSNode c : named_children(p))
-      if (is_type(c, "except_clause") || is_type(c, "except_group_clause"))
-        return Refusal{"the check sits in a `try` with handlers, which would see the operator's frames"};
-  }
+  if (std::string why = why_under_handler(stmt, "the check"); !why.empty()) return Refusal{why};
 
   // torch._check_tensor_all(cond, message=None); torch._check_tensor_all_with(error_type, cond, message=None)
   const bool with_class = text(doc, field(call, "function")).ends_with("_with");
@@ -106,7 +91,8 @@ TransformResult apply(const TransformContext& ctx) {
   // The same body elsewhere in the file: the operator exists. Its text names no site, so that fixes of one pass
   // needing the same operator insert the very same definition (added once).
   const bool defined = doc.text().find("def " + py + "(") != std::string::npos;
-  std::string definition = "@_graphmend_keep_state" + eol + "@_graphmend_check_op(\"" + op + "\")" + eol + "def " + py + "(test):" + eol + "    \"\"\"`" +
+  std::string definition = "@_graphmend_keep_state" + eol + "@_graphmend_check_op(\"" + op + "\")" + eol + "def " + py +
+                           "(test):" + eol + "    \"\"\"`" +
                            (with_class ? "torch._check_tensor_all_with" : "torch._check_tensor_all") +
                            "`, checked inside the compiled graph (graphmend " + std::string(ctx.finding.rule->code) +
                            ").\"\"\"" + eol + body;
@@ -119,11 +105,9 @@ TransformResult apply(const TransformContext& ctx) {
   if (torch.import_edit) fix.edits.push_back(*torch.import_edit);  // first: the definitions call torch
   std::string replacement = py + "(" + text(doc, cond) + ")";
   fix.edits.push_back({node_range(call), replacement});
-  // Each helper is its own insertion, so that fixes of one pass that need it add it once (the fixer keeps one of
-  // identical insertions at one place); the operator's definition follows them, once for one body.
-  for (const std::string& helper : {check_op_helper(doc, torch.name, eol), keep_state_helper(doc, torch.name, eol)})
-    if (!helper.empty()) fix.edits.push_back({{placement->helper_at, placement->helper_at}, helper});
-  if (!defined) fix.edits.push_back({{placement->helper_at, placement->helper_at}, eol + eol + definition});
+  add_operator_definition(fix, placement->helper_at,
+                          {check_op_helper(doc, torch.name, eol), keep_state_helper(doc, torch.name, eol)},
+                          defined ? "" : definition, eol);
   return fix;
 }
 

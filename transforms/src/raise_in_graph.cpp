@@ -31,13 +31,6 @@ namespace graphmend {
 namespace {
 using namespace fixes;
 
-// `E`, `pkg.E`: a class named the same way in the module's namespace (not bound in the function).
-bool is_module_level_name(const Document& doc, const FunctionInfo* fn, TSNode n) {
-  if (is_type(n, "identifier")) return !bound_locally(fn, std::string(doc.node_text(n)));
-  if (is_type(n, "attribute")) return is_module_level_name(doc, fn, field(n, "object"));
-  return false;
-}
-
 // `self.config.vocab_size`, `n`: a name or a chain of attributes of one.
 bool is_attribute_chain(TSNode n) {
   if (is_type(n, "identifier")) return true;
@@ -127,15 +120,7 @@ TransformResult apply(const TransformContext& ctx) {
   if (!guard.refusal.empty()) return Refusal{guard.refusal};
   TSNode node = guard.node;
   const FunctionInfo* fn = guard.fn;
-  for (TSNode p = ts_node_parent(node); !ts_node_is_null(p) && !is_type(p, "function_definition");
-       p = ts_node_parent(p)) {
-    if (is_type(p, "except_clause") || is_type(p, "except_group_clause") || is_type(p, "finally_clause"))
-      return Refusal{"the guard runs while an exception is handled, which the operator would not see as context"};
-    if (!is_type(p, "try_statement")) continue;
-    for (TSNode c : named_children(p))
-      if (is_type(c, "except_clause") || is_type(c, "except_group_clause"))
-        return Refusal{"the guard sits in a `try` with handlers, which would see the operator's frames"};
-  }
+  if (std::string why = why_under_handler(node, "the guard"); !why.empty()) return Refusal{why};
   // The block must only raise: anything before the raise would run inside the operator, out of order.
   TSNode block = field(node, "consequence");
   TSNode raise{};
@@ -207,11 +192,9 @@ TransformResult apply(const TransformContext& ctx) {
               "the graph wrote no state before it)";
   if (torch.import_edit) fix.edits.push_back(*torch.import_edit);  // first: the definitions call torch
   fix.edits.push_back({node_range(node), call});
-  // Each helper is its own insertion, so that fixes of one pass that need it add it once (the fixer keeps one of
-  // identical insertions at one place); the operator's definition follows them, once for one body.
-  for (const std::string& helper : {runtime_op_helper(doc, torch.name, eol), keep_state_helper(doc, torch.name, eol)})
-    if (!helper.empty()) fix.edits.push_back({{helper_at, helper_at}, helper});
-  if (!defined) fix.edits.push_back({{helper_at, helper_at}, eol + eol + definition});
+  add_operator_definition(fix, helper_at,
+                          {runtime_op_helper(doc, torch.name, eol), keep_state_helper(doc, torch.name, eol)},
+                          defined ? "" : definition, eol);
   return fix;
 }
 

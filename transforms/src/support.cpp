@@ -498,6 +498,32 @@ def _graphmend_check_op(name):
   return substitute_torch(source, t, eol);
 }
 
+bool is_module_level_name(const Document& doc, const FunctionInfo* fn, TSNode node) {
+  if (is_type(node, "identifier")) return !bound_locally(fn, std::string(doc.node_text(node)));
+  if (is_type(node, "attribute")) return is_module_level_name(doc, fn, field(node, "object"));
+  return false;
+}
+
+std::string why_under_handler(TSNode node, const std::string& what) {
+  for (TSNode p = ts_node_parent(node); !ts_node_is_null(p) && !is_type(p, "function_definition");
+       p = ts_node_parent(p)) {
+    if (is_type(p, "except_clause") || is_type(p, "except_group_clause") || is_type(p, "finally_clause"))
+      return what + " runs while an exception is handled, which the operator would not see as context";
+    if (!is_type(p, "try_statement")) continue;
+    for (TSNode c : named_children(p))
+      if (is_type(c, "except_clause") || is_type(c, "except_group_clause"))
+        return what + " sits in a `try` with handlers, which would see the operator's frames";
+  }
+  return "";
+}
+
+void add_operator_definition(Fix& fix, uint32_t at, const std::vector<std::string>& helpers,
+                             const std::string& definition, const std::string& eol) {
+  for (const std::string& helper : helpers)
+    if (!helper.empty()) fix.edits.push_back({{at, at}, helper});
+  if (!definition.empty()) fix.edits.push_back({{at, at}, eol + eol + definition});
+}
+
 bool is_uninlined_compile_entry(const FunctionInfo& fn) { return fn.is_entry && !(fn.owner && fn.name == "forward"); }
 
 }  // namespace graphmend::fixes

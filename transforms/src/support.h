@@ -91,6 +91,17 @@ struct OperatorPlacement {
   uint32_t helper_at = 0;
 };
 std::optional<OperatorPlacement> operator_placement(const Document& doc, TSNode node);
+// `E`, `pkg.E`: a name (or attribute chain of one) the module resolves the same way: not bound in `fn`.
+bool is_module_level_name(const Document& doc, const FunctionInfo* fn, TSNode node);
+// Why an operator raising in place of `node` would differ: `node` runs while an exception is handled
+// (`except`, `finally`: the context), or in a `try` with handlers (they would see the operator's frames); ""
+// otherwise. `what` names the statement in the reason ("the guard", "the check").
+std::string why_under_handler(TSNode node, const std::string& what);
+// The edits that define a runtime operator after the imports: each helper its own insertion at `at` (so fixes
+// of one pass needing one add it once: the fixer keeps one of identical insertions at one place), then the
+// definition (empty: the file defines it already), whose text must name no site for the same reason.
+void add_operator_definition(Fix& fix, uint32_t at, const std::vector<std::string>& helpers,
+                             const std::string& definition, const std::string& eol);
 // The module-level helper `_graphmend_runtime_op(name, schema)` that defines the operators, with its blank
 // lines, to insert after the imports; empty when the file has it already.
 std::string runtime_op_helper(const Document& doc, const std::string& torch, const std::string& eol);
