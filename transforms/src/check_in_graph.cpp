@@ -77,6 +77,7 @@ TransformResult apply(const TransformContext& ctx) {
 
   TorchName torch = torch_name(doc, model);
   if (auto why = why_torch_unusable(doc, model, nullptr, torch); !why.empty()) return Refusal{why};
+  if (auto why = why_torch_not_module_level(doc, torch); !why.empty()) return Refusal{why};
   std::optional<OperatorPlacement> placement = operator_placement(doc, call);
   if (!placement) return Refusal{"the check's function is defined before the file's imports end"};
 

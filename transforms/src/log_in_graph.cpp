@@ -171,6 +171,7 @@ TransformResult apply(const TransformContext& ctx) {
   passed.insert(passed.begin(), order);
 
   if (auto why = why_torch_unusable(doc, model, nullptr, torch); !why.empty()) return Refusal{why};
+  if (auto why = why_torch_not_module_level(doc, torch); !why.empty()) return Refusal{why};
   std::optional<OperatorPlacement> placement = operator_placement(doc, call);
   if (!placement) return Refusal{"the call's function is defined before the file's imports end"};
   const uint32_t define_at = placement->define_at, helper_at = placement->helper_at;

@@ -159,6 +159,7 @@ TransformResult apply(const TransformContext& ctx) {
 
   TorchName torch = torch_name(doc, ctx.model);
   if (auto why = why_torch_unusable(doc, ctx.model, nullptr, torch); !why.empty()) return Refusal{why};
+  if (auto why = why_torch_not_module_level(doc, torch); !why.empty()) return Refusal{why};
   // The operator is defined after the imports, after the helpers.
   std::optional<OperatorPlacement> placement = operator_placement(doc, node);
   if (!placement) return Refusal{"the guard's function is defined before the file's imports end"};

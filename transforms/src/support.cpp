@@ -498,6 +498,22 @@ def _graphmend_check_op(name):
   return substitute_torch(source, t, eol);
 }
 
+std::string why_torch_not_module_level(const Document& doc, const TorchName& torch) {
+  if (torch.import_edit) return "";
+  for (TSNode stmt : named_children(doc.root())) {
+    if (!is_type(stmt, "import_statement")) continue;
+    for (TSNode name : named_children(stmt)) {
+      if (is_type(name, "aliased_import")) {
+        if (text(doc, field(name, "alias")) == torch.name && text(doc, field(name, "name")) == "torch") return "";
+      } else if (is_type(name, "dotted_name") && torch.name == "torch" && text(doc, named_child(name, 0)) == "torch") {
+        return "";
+      }
+    }
+  }
+  return "the file imports torch only inside functions or under a condition, so an operator defined at module "
+         "level would import it where the original did not (or fail where torch is missing)";
+}
+
 bool is_module_level_name(const Document& doc, const FunctionInfo* fn, TSNode node) {
   if (is_type(node, "identifier")) return !bound_locally(fn, std::string(doc.node_text(node)));
   if (is_type(node, "attribute")) return is_module_level_name(doc, fn, field(node, "object"));

@@ -102,6 +102,11 @@ std::string why_under_handler(TSNode node, const std::string& what);
 // definition (empty: the file defines it already), whose text must name no site for the same reason.
 void add_operator_definition(Fix& fix, uint32_t at, const std::vector<std::string>& helpers,
                              const std::string& definition, const std::string& eol);
+// Why an operator defined at module level could not call `torch.name`: the file binds torch only inside
+// functions or under a condition (a module meant to import without torch, such as transformers'
+// import_utils), so the definition would fail, or import torch where the original did not. "" when an
+// unconditional module-level `import torch` binds it, or when the fix adds one (`torch.import_edit`).
+std::string why_torch_not_module_level(const Document& doc, const TorchName& torch);
 // The module-level helper `_graphmend_runtime_op(name, schema)` that defines the operators, with its blank
 // lines, to insert after the imports; empty when the file has it already.
 std::string runtime_op_helper(const Document& doc, const std::string& torch, const std::string& eol);
